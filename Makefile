@@ -1,0 +1,52 @@
+# queue: SQS-style message queues for PostgreSQL (PGXS build)
+#
+#   make          build the extension
+#   make install  install it into the PostgreSQL that pg_config names
+#   make run      build, install, start a throwaway cluster with the demo
+#   make stop     stop that cluster
+#   make test     build, install, fresh cluster, every suite
+#   make bench    benchmarks (test/bench), never part of make test
+
+EXTENSION  = queue
+MODULE_big = queue
+OBJS       = $(patsubst %.c,%.o,$(wildcard src/*.c))
+DATA       = $(wildcard sql/queue--*.sql)
+PG_CPPFLAGS = -I$(srcdir)/src
+PG_CFLAGS   = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
+
+QUEUE_TEST_OPTS = --inputdir=test --temp-config=test/queue.conf --load-extension=queue
+REGRESS        = $(patsubst test/sql/%.sql,%,$(sort $(wildcard test/sql/*.sql)))
+REGRESS_OPTS   = $(QUEUE_TEST_OPTS) --temp-instance=./tmp_check
+ISOLATION      = $(patsubst test/specs/%.spec,%,$(sort $(wildcard test/specs/*.spec)))
+ISOLATION_OPTS = $(QUEUE_TEST_OPTS) --temp-instance=./tmp_check_iso
+TAP_TESTS   = 1
+PROVE_TESTS = test/t/*.pl
+
+PG_CONFIG ?= pg_config
+# A fresh machine may lack PGXS: the set-up script installs it before we
+# ask pg_config for it (see test/setup.sh).
+PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)
+ifneq ($(PGXS),)
+ifneq ($(wildcard $(PGXS)),)
+include $(PGXS)
+endif
+endif
+
+.PHONY: run stop test bench fuzz
+run:
+	bash test/setup.sh
+	$(MAKE) install
+	bash test/run_demo.sh
+
+stop:
+	bash test/run_demo.sh stop
+
+test:
+	bash test/setup.sh
+	$(MAKE) install
+	bash test/run_tests.sh
+
+bench:
+	bash test/setup.sh
+	$(MAKE) install
+	bash test/bench/run.sh

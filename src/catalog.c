@@ -1,0 +1,239 @@
+/*-------------------------------------------------------------------------
+ *
+ * catalog.c
+ *	  Queue names, and the per-backend cache of queue metadata.
+ *
+ * Every hot-path call starts by turning a queue name into its id, message
+ * table and attributes.  Doing that with a query per call would cost as much
+ * as the work itself, so each backend keeps what it looked up in a hash
+ * table under CacheMemoryContext.  An entry lives until a relcache
+ * invalidation of the queue's message table: alter sends one on purpose
+ * (queue._invalidate), and drop sends one by dropping the table.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/sinval.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/memutils.h"
+
+#include "queue.h"
+
+PG_FUNCTION_INFO_V1(queue_check_name_sql);
+PG_FUNCTION_INFO_V1(queue_invalidate_sql);
+
+typedef struct CacheEntry
+{
+	QueueMeta	meta;			/* meta.name is the key */
+	bool		valid;
+} CacheEntry;
+
+static HTAB *queue_cache = NULL;
+static SPIPlanPtr lookup_plan = NULL;
+
+/*
+ * Bumped by every invalidation we hear of.  A lookup whose registry read
+ * overlapped one (the read takes locks, which processes invalidations) may
+ * hold data older than that invalidation, so it is not trusted for the
+ * next call.
+ */
+static uint64 inval_count = 0;
+
+/*
+ * A relcache invalidation of a message table marks its entry stale.  The
+ * entry is not freed here: a caller may be using it right now (the callback
+ * runs whenever a lock is taken); the next lookup rebuilds it.
+ */
+static void
+queue_relcache_callback(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS status;
+	CacheEntry *e;
+
+	inval_count++;
+	if (queue_cache == NULL)
+		return;
+	hash_seq_init(&status, queue_cache);
+	while ((e = hash_seq_search(&status)) != NULL)
+		if (relid == InvalidOid || e->meta.relid == relid)
+			e->valid = false;
+}
+
+void
+queue_catalog_init(void)
+{
+	CacheRegisterRelcacheCallback(queue_relcache_callback, (Datum) 0);
+}
+
+/*
+ * Names are 1-80 characters of [A-Za-z0-9_.-] (DESIGN.md): 42602 for an
+ * empty name or a character outside the set, 42622 for a long one.
+ */
+void
+queue_check_name(text *name, const char *argname)
+{
+	const char *s = VARDATA_ANY(name);
+	int			len = VARSIZE_ANY_EXHDR(name);
+
+	if (len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("argument \"%s\" must not be empty", argname)));
+	if (len > QUEUE_NAME_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("argument \"%s\" is longer than %d characters",
+						argname, QUEUE_NAME_MAX)));
+	for (int i = 0; i < len; i++)
+	{
+		char		c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_NAME),
+					 errmsg("argument \"%s\" may only hold letters, digits, \"_\", \".\" and \"-\"",
+							argname),
+					 errdetail("The queue name given was \"%s\".",
+							   text_to_cstring(name))));
+	}
+}
+
+/* queue._check_name(name, argname), for the administrative functions. */
+Datum
+queue_check_name_sql(PG_FUNCTION_ARGS)
+{
+	const char *argname = PG_ARGISNULL(1) ? "queue_name" :
+		text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", argname)));
+	queue_check_name(PG_GETARG_TEXT_PP(0), argname);
+	PG_RETURN_VOID();
+}
+
+/* queue._invalidate(relid): make every backend reload a queue at commit. */
+Datum
+queue_invalidate_sql(PG_FUNCTION_ARGS)
+{
+	CacheInvalidateRelcacheByRelid(PG_GETARG_OID(0));
+	PG_RETURN_VOID();
+}
+
+/* An interval column as microseconds (a month counts 30 days). */
+static int64
+interval_usecs(Datum d)
+{
+	Interval   *iv = DatumGetIntervalP(d);
+
+	return iv->time + (int64) iv->day * USECS_PER_DAY +
+		(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
+}
+
+/* Read one queue's registry row into e; false if there is none. */
+static bool
+load_entry(CacheEntry *e, text *name)
+{
+	Datum		arg = PointerGetDatum(name);
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	int			rc;
+
+	if (lookup_plan == NULL)
+	{
+		Oid			argtypes[1] = {TEXTOID};
+		SPIPlanPtr	plan;
+
+		plan = SPI_prepare("SELECT queue_id, msg_relid, fifo, visibility_timeout,"
+						   " delay, retention, max_message_size, receive_wait,"
+						   " content_based_deduplication, deduplication_window,"
+						   " deduplication_scope = 'message_group'"
+						   " FROM queue._queues WHERE queue_name = $1",
+						   1, argtypes);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(plan);
+		lookup_plan = plan;
+	}
+	rc = SPI_execute_plan(lookup_plan, &arg, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "queue lookup failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return false;
+
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	e->meta.id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	e->meta.relid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
+	e->meta.fifo = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
+	e->meta.visibility_timeout = interval_usecs(SPI_getbinval(tup, desc, 4, &isnull));
+	e->meta.delay = interval_usecs(SPI_getbinval(tup, desc, 5, &isnull));
+	e->meta.retention = interval_usecs(SPI_getbinval(tup, desc, 6, &isnull));
+	e->meta.max_message_size = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
+	e->meta.receive_wait = interval_usecs(SPI_getbinval(tup, desc, 8, &isnull));
+	e->meta.content_based_dedup = DatumGetBool(SPI_getbinval(tup, desc, 9, &isnull));
+	e->meta.dedup_window = interval_usecs(SPI_getbinval(tup, desc, 10, &isnull));
+	e->meta.dedup_by_group = DatumGetBool(SPI_getbinval(tup, desc, 11, &isnull));
+	return true;
+}
+
+/*
+ * The metadata of a queue by name, for a caller inside SPI_connect.  Checks
+ * the name first; 42704 when there is no such queue.
+ */
+QueueMeta *
+queue_lookup(text *name)
+{
+	char		key[QUEUE_NAME_MAX + 1];
+	int			len;
+	CacheEntry *e;
+	bool		found;
+	uint64		count_before;
+
+	queue_check_name(name, "queue_name");
+	len = VARSIZE_ANY_EXHDR(name);
+	memset(key, 0, sizeof(key));
+	memcpy(key, VARDATA_ANY(name), len);
+
+	if (queue_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(key);
+		ctl.entrysize = sizeof(CacheEntry);
+		ctl.hcxt = CacheMemoryContext;
+		queue_cache = hash_create("queue metadata", 64, &ctl,
+								  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+	}
+
+	/* Hear about alters and drops committed since our last statement. */
+	AcceptInvalidationMessages();
+
+	e = hash_search(queue_cache, key, HASH_ENTER, &found);
+	if (found && e->valid)
+		return &e->meta;
+	if (found)
+		queue_release_plans(&e->meta);
+	memset(&e->meta.plans, 0, sizeof(e->meta.plans));
+	e->valid = false;
+
+	count_before = inval_count;
+	if (!load_entry(e, name))
+	{
+		hash_search(queue_cache, key, HASH_REMOVE, NULL);
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("queue \"%s\" does not exist", key)));
+	}
+	e->valid = (inval_count == count_before);
+	return &e->meta;
+}

@@ -1,0 +1,63 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue.c
+ *	  Module entry point: GUCs and, when preloaded, the shared memory hooks.
+ *
+ * Everything a SQL function needs works without preloading; preloading
+ * adds the shared memory that holds the per-queue counters.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "miscadmin.h"
+#include "utils/guc.h"
+
+#include "queue.h"
+
+PG_MODULE_MAGIC;
+
+/* Largest max_message_size a queue may have (queue.max_message_size_limit). */
+int			queue_max_message_size_limit = 1048576;
+
+/* True when loaded from shared_preload_libraries. */
+bool		queue_preloaded = false;
+
+void		_PG_init(void);
+
+PG_FUNCTION_INFO_V1(queue_preloaded_sql);
+
+void
+_PG_init(void)
+{
+	DefineCustomIntVariable("queue.max_message_size_limit",
+							"Largest max_message_size a queue may be given, in bytes.",
+							"Message bodies are stored as text, so the hard ceiling is 1 GB.",
+							&queue_max_message_size_limit,
+							1048576, 1, 1024 * 1024 * 1024 - 1,
+							PGC_SUSET, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queue.max_queues",
+							"Queues whose counters shared memory can hold, over all databases.",
+							"Queues beyond this many still work; their counters read as null.",
+							&queue_max_queues,
+							8192, 16, 1000000,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	MarkGUCPrefixReserved("queue");
+
+	queue_catalog_init();
+
+	if (process_shared_preload_libraries_in_progress)
+	{
+		queue_preloaded = true;
+		queue_shmem_init();
+	}
+}
+
+/* queue._preloaded(): lets CREATE EXTENSION warn when preload is missing. */
+Datum
+queue_preloaded_sql(PG_FUNCTION_ARGS)
+{
+	PG_RETURN_BOOL(queue_preloaded);
+}

@@ -1,0 +1,144 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue.h
+ *	  Shared declarations of the queue extension: the per-backend queue
+ *	  metadata cache, prepared plans, receipts and argument checks.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QUEUE_H
+#define QUEUE_H
+
+#include "executor/spi.h"
+#include "fmgr.h"
+#include "utils/timestamp.h"
+
+/* Limits of DESIGN.md ("Limits"). */
+#define QUEUE_NAME_MAX			80
+#define QUEUE_MAX_MESSAGES		1000	/* per receive */
+#define QUEUE_MAX_BATCH			1000	/* entries per *_batch call */
+#define QUEUE_MAX_VISIBILITY	(INT64CONST(12) * USECS_PER_HOUR)
+#define QUEUE_MAX_WAIT			(INT64CONST(20) * USECS_PER_SEC)
+#define QUEUE_TOKEN_MAX			128		/* group, dedup and attempt ids */
+
+/*
+ * The statements a queue needs on the hot path.  Each is prepared the first
+ * time a backend uses it on a queue and kept until the queue is altered or
+ * dropped.
+ */
+typedef enum QueuePlanKind
+{
+	QP_SEND,
+	QP_SEND_BATCH,
+	QP_RECEIVE,
+	QP_DELETE,
+	QP_DELETE_BATCH,
+	QP_CHANGE_VIS,
+	QP_CHANGE_VIS_BATCH,
+	QP_RECEIPTS_OF,				/* current receipts of some message ids */
+	QP_PEEK,
+	QP_NEXT_VISIBLE,		/* long poll: when the next message turns visible */
+	QP_NUM_PLANS
+} QueuePlanKind;
+
+/*
+ * What a backend remembers of one queue.  Keyed by name; valid until a
+ * relcache invalidation of the queue's message table (sent by alter, drop,
+ * or any DDL on the table) removes it.
+ */
+typedef struct QueueMeta
+{
+	char		name[QUEUE_NAME_MAX + 1];	/* hash key */
+	int64		id;
+	Oid			relid;			/* queue_data.q<id> */
+	bool		fifo;
+	int64		visibility_timeout; /* all times in microseconds */
+	int64		delay;
+	int64		retention;
+	int32		max_message_size;
+	int64		receive_wait;
+	bool		content_based_dedup;
+	int64		dedup_window;
+	bool		dedup_by_group;
+	SPIPlanPtr	plans[QP_NUM_PLANS];
+} QueueMeta;
+
+/* catalog.c */
+extern void queue_check_name(text *name, const char *argname);
+extern QueueMeta *queue_lookup(text *name);
+extern void queue_catalog_init(void);
+
+/* plans.c */
+extern SPIPlanPtr queue_plan(QueueMeta *q, QueuePlanKind kind);
+extern void queue_release_plans(QueueMeta *q);
+
+/* receipt.c */
+extern uint64 queue_receipt_nonce(void);
+extern text *queue_receipt_make(int64 queue_id, int64 message_id, uint64 nonce);
+extern void queue_receipt_parse(text *receipt, int64 queue_id,
+								int64 *message_id, uint64 *nonce);
+
+/* args.c */
+extern void queue_arg_notnull(FunctionCallInfo fcinfo, int argno,
+							  const char *argname);
+extern int64 queue_arg_interval(FunctionCallInfo fcinfo, int argno,
+								const char *argname, int64 lo, int64 hi,
+								int64 dflt);
+extern int32 queue_arg_int(FunctionCallInfo fcinfo, int argno,
+						   const char *argname, int32 lo, int32 hi,
+						   int32 dflt);
+extern text *queue_arg_token(FunctionCallInfo fcinfo, int argno,
+							 const char *argname);
+extern void queue_check_token_datum(Datum d, const char *argname);
+extern int	queue_array_len(ArrayType *arr, const char *argname, bool allow_nulls);
+extern void queue_check_read_write(void);
+
+/* queue.c */
+extern int	queue_max_message_size_limit;
+extern bool queue_preloaded;
+
+/* stats.c: per-queue counters, flushed to shared memory at commit */
+extern void queue_count(int64 queue_id, int counter, int64 n);
+extern void queue_note_wakeup(int64 queue_id);
+
+#define QC_SENT			0
+#define QC_RECEIVED		1
+#define QC_DELETED		2
+#define QC_DEDUPLICATED 3
+#define QC_DEAD_LETTERED 4
+#define QC_EXPIRED		5
+#define QC_NUM			6
+
+/* shmem.c */
+#include "storage/condition_variable.h"
+#include "storage/lwlock.h"
+#include "port/atomics.h"
+
+#define QUEUE_WAIT_SLOTS	1024	/* long-poll condition variables */
+
+typedef struct QueueCounterEntry
+{
+	Oid			dbid;			/* InvalidOid: free */
+	int64		queue_id;
+	pg_atomic_uint64 c[QC_NUM];
+} QueueCounterEntry;
+
+typedef struct QueueShared
+{
+	LWLock	   *lock;			/* guards inserting counter entries */
+	int			ncounters;		/* size of counters[] */
+	ConditionVariable wait_cv[QUEUE_WAIT_SLOTS];
+	QueueCounterEntry counters[FLEXIBLE_ARRAY_MEMBER];
+} QueueShared;
+
+extern QueueShared *queue_shared;
+extern int	queue_max_queues;
+extern void queue_shmem_init(void);
+
+/* wait.c */
+extern ConditionVariable *queue_wait_cv(int64 queue_id);
+extern void queue_wait_begin(QueueMeta *q);
+extern bool queue_wait(QueueMeta *q, TimestampTz deadline);
+extern void queue_wait_end(void);
+
+#endif							/* QUEUE_H */

@@ -1,0 +1,308 @@
+/*-------------------------------------------------------------------------
+ *
+ * settle.c
+ *	  What a consumer does with a received message: queue.delete,
+ *	  queue.change_visibility and their batch forms.
+ *
+ * Each statement matches rows on (message_id, receipt nonce), so only the
+ * latest receipt acts.  When fewer rows match than were asked for, a second
+ * look tells why for each miss: the row still exists with another nonce
+ * (the receipt is stale: 55000, and the whole call fails, so a batch never
+ * acts in part) or the row is gone (already deleted: false).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "queue.h"
+
+PG_FUNCTION_INFO_V1(queue_delete);
+PG_FUNCTION_INFO_V1(queue_delete_batch);
+PG_FUNCTION_INFO_V1(queue_change_visibility);
+PG_FUNCTION_INFO_V1(queue_change_visibility_batch);
+
+/* The receipts of a batch argument, decoded and checked. */
+typedef struct ReceiptBatch
+{
+	int			n;
+	int64	   *ids;
+	uint64	   *nonces;
+	bool	   *done;			/* acted on */
+} ReceiptBatch;
+
+static void
+parse_batch(ArrayType *arr, int64 queue_id, ReceiptBatch *b)
+{
+	Datum	   *elems;
+
+	b->n = queue_array_len(arr, "receipts", false);
+	deconstruct_array(arr, TEXTOID, -1, false, TYPALIGN_INT, &elems, NULL, &b->n);
+	b->ids = palloc(b->n * sizeof(int64));
+	b->nonces = palloc(b->n * sizeof(uint64));
+	b->done = palloc0(b->n * sizeof(bool));
+	for (int i = 0; i < b->n; i++)
+		queue_receipt_parse(DatumGetTextPP(elems[i]), queue_id,
+							&b->ids[i], &b->nonces[i]);
+}
+
+static void
+stale(int64 message_id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("receipt of message " INT64_FORMAT " is stale", message_id),
+			 errdetail("The message was received again since this receipt was issued."),
+			 errhint("Use the receipt of the latest receive.")));
+}
+
+/*
+ * Mark the batch entries that the statement just run acted on (its
+ * RETURNING gives message_id, receipt), failing if a row was matched
+ * through another entry's receipt: the loose ANY/ANY match of plans.c is
+ * made exact here.
+ */
+static void
+mark_done(ReceiptBatch *b)
+{
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		bool		isnull;
+		int64		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r],
+													 SPI_tuptable->tupdesc, 1, &isnull));
+		uint64		nonce = (uint64) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r],
+																 SPI_tuptable->tupdesc, 2, &isnull));
+		bool		matched = false;
+
+		for (int i = 0; i < b->n; i++)
+			if (b->ids[i] == id && b->nonces[i] == nonce)
+			{
+				b->done[i] = true;
+				matched = true;
+			}
+		if (!matched)
+			stale(id);
+	}
+}
+
+/*
+ * For the entries not acted on: fail if any of their messages still exists
+ * (its receipt is stale); those that are gone were deleted already.
+ */
+static void
+check_misses(QueueMeta *q, ReceiptBatch *b)
+{
+	Datum	   *missing = palloc(b->n * sizeof(Datum));
+	int			nmissing = 0;
+	Datum		arg;
+	int			rc;
+
+	for (int i = 0; i < b->n; i++)
+		if (!b->done[i])
+			missing[nmissing++] = Int64GetDatum(b->ids[i]);
+	if (nmissing == 0)
+		return;
+	arg = PointerGetDatum(construct_array(missing, nmissing, INT8OID, 8,
+										  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	rc = SPI_execute_plan(queue_plan(q, QP_RECEIPTS_OF), &arg, NULL, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "queue receipt check failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed > 0)
+	{
+		bool		isnull;
+
+		stale(DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+										  SPI_tuptable->tupdesc, 1, &isnull)));
+	}
+}
+
+static Datum
+int8_array(int n, const int64 *vals)
+{
+	Datum	   *d = palloc(n * sizeof(Datum));
+
+	for (int i = 0; i < n; i++)
+		d[i] = Int64GetDatum(vals[i]);
+	return PointerGetDatum(construct_array(d, n, INT8OID, 8, FLOAT8PASSBYVAL,
+										   TYPALIGN_DOUBLE));
+}
+
+/* Emit (ordinal, done) rows of a batch. */
+static void
+emit_batch(FunctionCallInfo fcinfo, ReceiptBatch *b)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+
+	for (int i = 0; i < b->n; i++)
+	{
+		Datum		values[2] = {Int32GetDatum(i + 1), BoolGetDatum(b->done[i])};
+		bool		nulls[2] = {false, false};
+
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+}
+
+/*
+ * Run a batch statement (delete or change visibility) over the receipts
+ * and classify the misses.  extra is the statement's third parameter.
+ */
+static int
+settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b, Datum extra)
+{
+	Datum		args[3];
+	int			rc;
+	int			ndone = 0;
+
+	args[0] = int8_array(b->n, b->ids);
+	args[1] = int8_array(b->n, (int64 *) b->nonces);
+	args[2] = extra;
+	rc = SPI_execute_plan(queue_plan(q, kind), args, NULL, false, 0);
+	if (rc != SPI_OK_DELETE_RETURNING && rc != SPI_OK_UPDATE_RETURNING)
+		elog(ERROR, "queue batch failed: %s", SPI_result_code_string(rc));
+	ndone = (int) SPI_processed;
+	mark_done(b);
+	check_misses(q, b);
+	return ndone;
+}
+
+/* queue.delete(queue_name, receipt) */
+Datum
+queue_delete(PG_FUNCTION_ARGS)
+{
+	QueueMeta  *q;
+	ReceiptBatch b;
+	int64		id;
+	uint64		nonce;
+	Datum		args[2];
+	int			rc;
+
+	queue_arg_notnull(fcinfo, 0, "queue_name");
+	queue_arg_notnull(fcinfo, 1, "receipt");
+	queue_check_read_write();
+
+	SPI_connect();
+	q = queue_lookup(PG_GETARG_TEXT_PP(0));
+	queue_receipt_parse(PG_GETARG_TEXT_PP(1), q->id, &id, &nonce);
+	args[0] = Int64GetDatum(id);
+	args[1] = Int64GetDatum((int64) nonce);
+	rc = SPI_execute_plan(queue_plan(q, QP_DELETE), args, NULL, false, 0);
+	if (rc != SPI_OK_DELETE)
+		elog(ERROR, "queue delete failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 1)
+	{
+		queue_count(q->id, QC_DELETED, 1);
+		SPI_finish();
+		PG_RETURN_BOOL(true);
+	}
+
+	/* Not deleted: stale (error) or already gone (false). */
+	b.n = 1;
+	b.ids = &id;
+	b.nonces = &nonce;
+	b.done = (bool[1]) {false};
+	check_misses(q, &b);
+	SPI_finish();
+	PG_RETURN_BOOL(false);
+}
+
+/* queue.delete_batch(queue_name, receipts) */
+Datum
+queue_delete_batch(PG_FUNCTION_ARGS)
+{
+	QueueMeta  *q;
+	ReceiptBatch b;
+	int			ndone;
+
+	queue_arg_notnull(fcinfo, 0, "queue_name");
+	queue_arg_notnull(fcinfo, 1, "receipts");
+	queue_check_read_write();
+	InitMaterializedSRF(fcinfo, 0);
+
+	SPI_connect();
+	q = queue_lookup(PG_GETARG_TEXT_PP(0));
+	parse_batch(PG_GETARG_ARRAYTYPE_P(1), q->id, &b);
+	ndone = settle_batch(q, QP_DELETE_BATCH, &b, (Datum) 0);
+	if (ndone > 0)
+		queue_count(q->id, QC_DELETED, ndone);
+	emit_batch(fcinfo, &b);
+	SPI_finish();
+	return (Datum) 0;
+}
+
+/* The new lease deadline: now + visibility_timeout (0 to 12 hours). */
+static Datum
+new_visible_at(FunctionCallInfo fcinfo, int argno, QueueMeta *q)
+{
+	int64		vt = queue_arg_interval(fcinfo, argno, "visibility_timeout", 0,
+										QUEUE_MAX_VISIBILITY, -1);
+
+	/* Handing a message back early may let a waiting receiver have it. */
+	if (vt == 0)
+		queue_note_wakeup(q->id);
+	return TimestampTzGetDatum(GetCurrentTimestamp() + vt);
+}
+
+/* queue.change_visibility(queue_name, receipt, visibility_timeout) */
+Datum
+queue_change_visibility(PG_FUNCTION_ARGS)
+{
+	QueueMeta  *q;
+	int64		id;
+	uint64		nonce;
+	Datum		args[3];
+	int			rc;
+
+	queue_arg_notnull(fcinfo, 0, "queue_name");
+	queue_arg_notnull(fcinfo, 1, "receipt");
+	queue_arg_notnull(fcinfo, 2, "visibility_timeout");
+	queue_check_read_write();
+
+	SPI_connect();
+	q = queue_lookup(PG_GETARG_TEXT_PP(0));
+	queue_receipt_parse(PG_GETARG_TEXT_PP(1), q->id, &id, &nonce);
+	args[0] = Int64GetDatum(id);
+	args[1] = Int64GetDatum((int64) nonce);
+	args[2] = new_visible_at(fcinfo, 2, q);
+	rc = SPI_execute_plan(queue_plan(q, QP_CHANGE_VIS), args, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE)
+		elog(ERROR, "queue change_visibility failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+	{
+		ReceiptBatch b = {1, &id, &nonce, (bool[1]) {false}};
+
+		check_misses(q, &b);
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("message " INT64_FORMAT " was deleted", id)));
+	}
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/* queue.change_visibility_batch(queue_name, receipts, visibility_timeout) */
+Datum
+queue_change_visibility_batch(PG_FUNCTION_ARGS)
+{
+	QueueMeta  *q;
+	ReceiptBatch b;
+
+	queue_arg_notnull(fcinfo, 0, "queue_name");
+	queue_arg_notnull(fcinfo, 1, "receipts");
+	queue_arg_notnull(fcinfo, 2, "visibility_timeout");
+	queue_check_read_write();
+	InitMaterializedSRF(fcinfo, 0);
+
+	SPI_connect();
+	q = queue_lookup(PG_GETARG_TEXT_PP(0));
+	parse_batch(PG_GETARG_ARRAYTYPE_P(1), q->id, &b);
+	(void) settle_batch(q, QP_CHANGE_VIS_BATCH, &b, new_visible_at(fcinfo, 2, q));
+	emit_batch(fcinfo, &b);
+	SPI_finish();
+	return (Datum) 0;
+}

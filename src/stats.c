@@ -1,0 +1,188 @@
+/*-------------------------------------------------------------------------
+ *
+ * stats.c
+ *	  Per-queue cumulative counters, and the commit-time hand-off of
+ *	  counts and long-poll wake-ups.
+ *
+ * A call notes what it did in a small backend-local list; at commit the
+ * list goes to shared memory (counters by atomic add, wake-ups by
+ * broadcasting the queues' condition variables), at abort it is dropped.
+ * So a sent message is counted, and wakes a waiting receiver, only once a
+ * receiver can see it.  A receive that rolls back hands its messages back
+ * at once, so it wakes waiters too.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "common/hashfn.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "queue.h"
+
+PG_FUNCTION_INFO_V1(queue_counters_sql);
+
+typedef struct PendingQueue
+{
+	int64		queue_id;
+	bool		wake_on_commit;
+	bool		wake_on_abort;
+	int64		c[QC_NUM];
+} PendingQueue;
+
+static PendingQueue *pending = NULL;
+static int	npending = 0;
+static int	maxpending = 0;
+static bool callback_registered = false;
+
+/* The counter entry of a queue of this database, created on first use. */
+static QueueCounterEntry *
+counter_entry(int64 queue_id, bool create)
+{
+	QueueShared *sh = queue_shared;
+	uint32		start = (uint32) (hash_bytes_uint32((uint32) queue_id) ^ MyDatabaseId) %
+		sh->ncounters;
+	QueueCounterEntry *found = NULL;
+
+	LWLockAcquire(sh->lock, create ? LW_EXCLUSIVE : LW_SHARED);
+	for (int i = 0; i < sh->ncounters; i++)
+	{
+		QueueCounterEntry *e = &sh->counters[(start + i) % sh->ncounters];
+
+		if (e->dbid == MyDatabaseId && e->queue_id == queue_id)
+		{
+			found = e;
+			break;
+		}
+		if (e->dbid == InvalidOid)
+		{
+			if (create)
+			{
+				e->queue_id = queue_id;
+				e->dbid = MyDatabaseId;
+				found = e;
+			}
+			break;
+		}
+	}
+	LWLockRelease(sh->lock);
+	return found;
+}
+
+static void
+flush_pending(bool commit)
+{
+	for (int i = 0; i < npending; i++)
+	{
+		PendingQueue *p = &pending[i];
+
+		if (queue_shared == NULL)
+			continue;
+		if (commit)
+		{
+			QueueCounterEntry *e = counter_entry(p->queue_id, false);
+
+			if (e == NULL)
+				e = counter_entry(p->queue_id, true);
+			if (e != NULL)
+				for (int c = 0; c < QC_NUM; c++)
+					if (p->c[c] != 0)
+						pg_atomic_fetch_add_u64(&e->c[c], p->c[c]);
+		}
+		if (commit ? p->wake_on_commit : p->wake_on_abort)
+			ConditionVariableBroadcast(queue_wait_cv(p->queue_id));
+	}
+	npending = 0;
+}
+
+static void
+queue_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			flush_pending(true);
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+		case XACT_EVENT_PREPARE:
+			flush_pending(false);
+			break;
+		default:
+			break;
+	}
+}
+
+/* The pending entry of a queue in this transaction. */
+static PendingQueue *
+pending_entry(int64 queue_id)
+{
+	if (!callback_registered)
+	{
+		RegisterXactCallback(queue_xact_callback, NULL);
+		callback_registered = true;
+	}
+	for (int i = 0; i < npending; i++)
+		if (pending[i].queue_id == queue_id)
+			return &pending[i];
+	if (npending == maxpending)
+	{
+		maxpending = maxpending == 0 ? 8 : maxpending * 2;
+		pending = pending == NULL ?
+			MemoryContextAlloc(TopMemoryContext, maxpending * sizeof(PendingQueue)) :
+			repalloc(pending, maxpending * sizeof(PendingQueue));
+	}
+	memset(&pending[npending], 0, sizeof(PendingQueue));
+	pending[npending].queue_id = queue_id;
+	return &pending[npending++];
+}
+
+/*
+ * Note n events of one counter for a queue, to take effect at commit.  A
+ * send wakes long-pollers when it commits; a receive wakes them if it
+ * aborts (its messages are visible again at once).
+ */
+void
+queue_count(int64 queue_id, int counter, int64 n)
+{
+	PendingQueue *p = pending_entry(queue_id);
+
+	p->c[counter] += n;
+	if (counter == QC_SENT)
+		p->wake_on_commit = true;
+	if (counter == QC_RECEIVED)
+		p->wake_on_abort = true;
+}
+
+/* Wake long-pollers at commit without counting anything. */
+void
+queue_note_wakeup(int64 queue_id)
+{
+	pending_entry(queue_id)->wake_on_commit = true;
+}
+
+/* queue._counters(queue_id): one row, nulls without shared memory. */
+Datum
+queue_counters_sql(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[QC_NUM];
+	bool		nulls[QC_NUM];
+	QueueCounterEntry *e = NULL;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	if (queue_shared != NULL && !PG_ARGISNULL(0))
+		e = counter_entry(PG_GETARG_INT64(0), false);
+	for (int c = 0; c < QC_NUM; c++)
+	{
+		nulls[c] = (queue_shared == NULL);
+		values[c] = Int64GetDatum(e ? (int64) pg_atomic_read_u64(&e->c[c]) : 0);
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
