@@ -1,0 +1,267 @@
+#!/usr/bin/env bash
+# test/run_tests.sh: run every test suite of the extension on fresh
+# temporary clusters (`make test` runs this after `make install`).
+#
+#   regress    test/sql/*.sql    pg_regress            expected/<name>.out
+#   isolation  test/specs/*.spec pg_isolation_regress  expected/<name>.out
+#   TAP        test/t/*.pl       prove + PostgreSQL::Test::Cluster
+#
+# initdb and postgres refuse to run as root, and the repository may sit where
+# the postgres user cannot read it (/root/...), so the suites' inputs are
+# copied to a fresh directory under /tmp and run there, as user postgres when
+# we are root, else as ourselves.  Outputs (results/, regression.diffs, server
+# and TAP logs) are copied back to .test/ in the repository, and the diffs to
+# ./regression.diffs, which are also printed: CI reads stdout.
+#
+# The last line is always "N passed, M failed" (one count per regress test,
+# per isolation spec and per TAP file).  Exit status is non-zero if anything
+# failed or if no test ran.  QUEUE_TEST_KEEP=1 keeps the work directory.
+
+set -uo pipefail
+
+REPO=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
+PG_CONFIG=${PG_CONFIG:-pg_config}
+
+die() {
+	echo "run_tests: $*" >&2
+	echo "0 passed, 1 failed"
+	exit 1
+}
+
+BINDIR=$("$PG_CONFIG" --bindir 2>/dev/null) || die "$PG_CONFIG not found (run test/setup.sh)"
+PGXS_MK=$("$PG_CONFIG" --pgxs 2>/dev/null) || die "$PG_CONFIG --pgxs failed"
+PGXS_SRC=$(cd "$(dirname "$PGXS_MK")/.." 2>/dev/null && pwd) || die "no PGXS at $PGXS_MK (run test/setup.sh)"
+PG_REGRESS=$PGXS_SRC/test/regress/pg_regress
+PG_ISOLATION_REGRESS=$PGXS_SRC/test/isolation/pg_isolation_regress
+TAP_LIB=$PGXS_SRC/test/perl
+for f in "$PG_REGRESS" "$PG_ISOLATION_REGRESS" "$BINDIR/initdb" "$BINDIR/postgres"; do
+	[ -x "$f" ] || die "missing $f (run test/setup.sh)"
+done
+
+# Nothing from the caller's environment may point the tests at another server.
+unset PGHOST PGHOSTADDR PGPORT PGDATABASE PGUSER PGPASSWORD PGSERVICE \
+	PGOPTIONS PGDATA PGSSLMODE PGAPPNAME TEMP_CONFIG LC_ALL LANGUAGE
+if locale -a 2>/dev/null | grep -qix 'c\.utf-\?8'; then
+	export LANG=C.UTF-8
+else
+	export LANG=C
+fi
+
+# Who runs the servers.
+if [ "$(id -u)" -eq 0 ]; then
+	id -u postgres >/dev/null 2>&1 || die "no OS user postgres (run test/setup.sh)"
+	RUN_USER=postgres
+else
+	RUN_USER=$(id -un)
+fi
+as_run() {
+	if [ "$RUN_USER" = "$(id -un)" ]; then
+		"$@"
+	else
+		runuser -u "$RUN_USER" -- "$@"
+	fi
+}
+
+# A fresh work directory with copies of what the suites read.  Expected
+# files go to test/expected: pg_regress looks in <outputdir>/expected and
+# then <inputdir>/expected, and each suite gets its own output directory.
+W=$(mktemp -d /tmp/queue-test.XXXXXX) || die "mktemp failed"
+# shellcheck disable=SC2317  # invoked from the EXIT trap
+cleanup() {
+	# Stop a temp instance left running by an interrupted pg_regress.
+	local pid
+	for pid in "$W"/tmp/*/data/postmaster.pid; do
+		[ -f "$pid" ] && as_run "$BINDIR/pg_ctl" -D "$(dirname "$pid")" -m immediate stop >/dev/null 2>&1
+	done
+	if [ "${QUEUE_TEST_KEEP:-0}" = 1 ]; then
+		echo "run_tests: work directory kept: $W" >&2
+	else
+		rm -rf "$W"
+	fi
+}
+trap cleanup EXIT
+trap 'exit 130' INT TERM
+
+cp -a "$REPO/test" "$W/test"
+rm -rf "$W/test/expected"
+mkdir -p "$W/test/expected" "$W/out/regress" "$W/out/isolation" "$W/tmp" "$W/tmp_check" "$W/logs"
+[ -d "$REPO/expected" ] && cp -a "$REPO/expected/." "$W/test/expected/"
+if [ "$RUN_USER" != "$(id -un)" ]; then
+	chown -R "$RUN_USER:$(id -gn "$RUN_USER")" "$W"
+fi
+chmod 755 "$W"
+cd "$W" || die "cannot enter $W"
+rm -f "$REPO/regression.diffs"
+
+PASSED=0
+FAILED=0
+FAILED_NAMES=()
+
+# count_pg_regress LOG SUITE RC N: count one pg_regress run's per-test
+# results from its output.  PG15 prints "test NAME ... ok|FAILED|failed
+# (ignored)" (or "     NAME ... " inside a parallel group); PG16+ prints TAP
+# lines "ok 1 - NAME" / "not ok 1 - NAME".  Tests that never reported
+# (pg_regress died, or could not set up its instance) count as failed.
+count_pg_regress() {
+	local log=$1 suite=$2 rc=$3 n=$4 p=0 f=0 name status
+	while read -r status name; do
+		if [ "$status" = ok ]; then
+			p=$((p + 1))
+		else
+			f=$((f + 1))
+			FAILED_NAMES+=("$suite/$name")
+		fi
+	done < <(sed -n -E \
+		-e 's/^(test +)?([^ ]+) +\.\.\. +(ok|failed \(ignored\))( .*)?$/ok \2/p' \
+		-e 's/^(test +)?([^ ]+) +\.\.\. +FAILED( .*)?$/FAILED \2/p' \
+		-e 's/^ok +[0-9]+ +[-+] +([^ ]+).*$/ok \1/p' \
+		-e 's/^not ok +[0-9]+ +[-+] +([^ ]+).*$/FAILED \1/p' \
+		"$log")
+	if [ $((p + f)) -lt "$n" ]; then
+		FAILED_NAMES+=("$suite: $((n - p - f)) test(s) did not run")
+		f=$((n - p))
+	elif [ "$rc" -ne 0 ] && [ "$f" -eq 0 ]; then
+		FAILED_NAMES+=("$suite: exited with status $rc")
+		f=1
+	fi
+	PASSED=$((PASSED + p))
+	FAILED=$((FAILED + f))
+	return $((f > 0))
+}
+
+# show_failure SUITE: print what CI needs to see when a pg_regress suite
+# fails: the diffs, and the server log when the server crashed or the suite
+# could not start (pg_regress keeps it in <outputdir>/log).
+show_failure() {
+	local suite=$1 log
+	if [ -s "out/$suite/regression.diffs" ]; then
+		echo "=== $suite: regression.diffs ==="
+		cat "out/$suite/regression.diffs"
+		cat "out/$suite/regression.diffs" >>"$REPO/regression.diffs"
+	fi
+	log=out/$suite/log/postmaster.log
+	if [ ! -s "out/$suite/regression.diffs" ] ||
+		grep -qE 'terminated by signal|PANIC|TRAP:' "$log" 2>/dev/null; then
+		for log in "out/$suite/log/initdb.log" "$log"; do
+			case $log in *initdb.log) [ -s "out/$suite/regression.diffs" ] && continue ;; esac
+			if [ -s "$log" ]; then
+				echo "=== $suite: tail of $log ==="
+				tail -n 80 "$log"
+			fi
+		done
+	fi
+}
+
+# run_pg_regress SUITE PROGRAM INPUT_SUBDIR EXT: run every test/<subdir>/*.<ext>
+# in one temporary instance.
+run_pg_regress() {
+	local suite=$1 prog=$2 sub=$3 ext=$4 rc
+	local tests=()
+	mapfile -t tests < <(cd "test/$sub" 2>/dev/null && ls -1 -- *."$ext" 2>/dev/null |
+		LC_ALL=C sort | sed "s/\\.$ext\$//")
+	if [ ${#tests[@]} -eq 0 ]; then
+		echo "=== $suite: no test/$sub/*.$ext, skipped ==="
+		return 0
+	fi
+	echo "=== $suite: ${#tests[@]} test(s) ==="
+	# A test without an expected file would stop pg_regress before the rest
+	# ran: compare it against an empty file instead, so it fails alone and its
+	# output lands in .test/<suite>/results/ ready to review and copy.
+	local t
+	for t in "${tests[@]}"; do
+		if [ ! -e "test/expected/$t.out" ]; then
+			echo "=== $suite: no expected/$t.out, comparing with an empty file ==="
+			as_run touch "test/expected/$t.out"
+		fi
+	done
+	as_run "$prog" \
+		--inputdir=test \
+		--outputdir="out/$suite" \
+		--temp-instance="tmp/$suite" \
+		--temp-config=test/queue.conf \
+		--load-extension=queue \
+		--bindir="$BINDIR" \
+		--encoding=UTF8 --no-locale \
+		"${tests[@]}" 2>&1 | tee "logs/$suite.log"
+	rc=${PIPESTATUS[0]}
+	count_pg_regress "logs/$suite.log" "$suite" "$rc" "${#tests[@]}" || show_failure "$suite"
+}
+
+# free_port START: the first port from START down that nothing listens on.
+free_port() {
+	local p=$1
+	while [ "$p" -gt 1024 ]; do
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$p") 2>/dev/null &&
+			[ ! -e "/tmp/.s.PGSQL.$p" ]; then
+			echo "$p"
+			return
+		fi
+		p=$((p - 1))
+	done
+	echo 65432
+}
+
+# run_tap: each test/t/*.pl through prove, with the environment PGXS's
+# prove_installcheck sets, one prove per file so each file counts once.
+run_tap() {
+	local tests=() t name rc port log
+	mapfile -t tests < <(ls -1 test/t/*.pl 2>/dev/null | LC_ALL=C sort)
+	if [ ${#tests[@]} -eq 0 ]; then
+		echo "=== tap: no test/t/*.pl, skipped ==="
+		return 0
+	fi
+	if ! command -v prove >/dev/null 2>&1; then
+		echo "=== tap: prove not found (run test/setup.sh) ==="
+		FAILED=$((FAILED + ${#tests[@]}))
+		FAILED_NAMES+=("tap: prove not found")
+		return
+	fi
+	echo "=== tap: ${#tests[@]} test file(s) ==="
+	port=$(free_port 65432)
+	# PROVE_FLAGS (e.g. --verbose), as PGXS reads it.
+	local prove_flags=()
+	read -r -a prove_flags <<<"${PROVE_FLAGS:-}"
+	for t in "${tests[@]}"; do
+		name=$(basename "$t" .pl)
+		as_run env TESTDIR="$W" PATH="$BINDIR:$W:$PATH" PGPORT="$port" \
+			PG_REGRESS="$PG_REGRESS" \
+			prove -I "$TAP_LIB" -I "$W" "${prove_flags[@]}" "$t" 2>&1 | tee -a logs/tap.log
+		rc=${PIPESTATUS[0]}
+		if [ "$rc" -eq 0 ]; then
+			PASSED=$((PASSED + 1))
+		else
+			FAILED=$((FAILED + 1))
+			FAILED_NAMES+=("tap/$name")
+			for log in "tmp_check/log/regress_log_$name" tmp_check/log/"${name}"_*.log; do
+				if [ -s "$log" ]; then
+					echo "=== tap: tail of $log ==="
+					tail -n 60 "$log"
+				fi
+			done
+		fi
+	done
+}
+
+run_pg_regress regress "$PG_REGRESS" sql sql
+run_pg_regress isolation "$PG_ISOLATION_REGRESS" specs spec
+run_tap
+
+# Keep the outputs in the repository (git-ignored), owned like the repository.
+rm -rf "$REPO/.test"
+mkdir -p "$REPO/.test"
+cp -a out/regress out/isolation logs "$REPO/.test/" 2>/dev/null
+[ -d tmp_check/log ] && cp -a tmp_check/log "$REPO/.test/tap"
+chown -R "$(stat -c %u:%g "$REPO")" "$REPO/.test" 2>/dev/null
+[ -f "$REPO/regression.diffs" ] && chown "$(stat -c %u:%g "$REPO")" "$REPO/regression.diffs" 2>/dev/null
+
+echo
+if [ ${#FAILED_NAMES[@]} -gt 0 ]; then
+	echo "failed: ${FAILED_NAMES[*]}"
+	[ -f "$REPO/regression.diffs" ] && echo "diffs: $REPO/regression.diffs"
+	echo "outputs: $REPO/.test/"
+fi
+echo "$PASSED passed, $FAILED failed"
+if [ "$FAILED" -eq 0 ] && [ "$PASSED" -gt 0 ]; then
+	exit 0
+fi
+exit 1

@@ -1,0 +1,88 @@
+#!/usr/bin/env bash
+# test/setup.sh: make sure this machine can build and test the extension.
+#
+# Checks for PGXS, pg_regress / pg_isolation_regress, the PostgreSQL 15
+# server binaries, the `postgres` OS user, a C compiler, make, prove and
+# perl's IPC::Run (the TAP tests need it).  When everything is present it
+# returns at once without touching apt.  Otherwise, as root, it runs one
+# `apt-get update` and installs the missing Debian packages without asking;
+# as any other user it says what to install and exits 1.
+#
+# Idempotent; never reads stdin.  Used by `make run`, `make test`, `.ci/run`.
+
+set -euo pipefail
+
+PG_MAJOR=15
+PG_LIB=/usr/lib/postgresql/$PG_MAJOR
+PG_BIN=$PG_LIB/bin
+PGXS_TEST=$PG_LIB/lib/pgxs/src/test
+
+missing=()
+
+pgxs=""
+if command -v pg_config >/dev/null 2>&1; then
+	pgxs=$(pg_config --pgxs 2>/dev/null || true)
+fi
+if [ -z "$pgxs" ] || [ ! -f "$pgxs" ]; then
+	missing+=("PGXS (pg_config --pgxs)")
+fi
+for f in "$PGXS_TEST/regress/pg_regress" \
+	"$PGXS_TEST/isolation/pg_isolation_regress" \
+	"$PGXS_TEST/isolation/isolationtester" \
+	"$PG_BIN/initdb" "$PG_BIN/postgres" "$PG_BIN/pg_ctl" "$PG_BIN/psql"; do
+	[ -x "$f" ] || missing+=("$f")
+done
+id -u postgres >/dev/null 2>&1 || missing+=("OS user postgres")
+command -v prove >/dev/null 2>&1 || missing+=("prove")
+perl -MIPC::Run -e1 >/dev/null 2>&1 || missing+=("perl IPC::Run")
+perl -MTest::More -e1 >/dev/null 2>&1 || missing+=("perl Test::More")
+
+need_cc=0
+if ! command -v cc >/dev/null 2>&1 || ! command -v make >/dev/null 2>&1; then
+	need_cc=1
+	missing+=("cc/make")
+fi
+
+if [ ${#missing[@]} -eq 0 ]; then
+	exit 0
+fi
+
+pkgs=("postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" libipc-run-perl)
+[ $need_cc -eq 1 ] && pkgs+=(build-essential)
+
+echo "setup: missing: ${missing[*]}"
+if [ "$(id -u)" -ne 0 ]; then
+	echo "setup: not root; install them with:"
+	echo "  sudo apt-get update && sudo apt-get install -y ${pkgs[*]}"
+	exit 1
+fi
+
+# A fresh install of postgresql-NN would create and start a "main" cluster on
+# port 5432 that nothing here uses; ask postgresql-common not to (only when
+# the server package is not installed yet, so an existing setup is untouched).
+if [ ! -x "$PG_BIN/postgres" ] && [ ! -e /etc/postgresql-common/createcluster.d/queue-no-main.conf ]; then
+	mkdir -p /etc/postgresql-common/createcluster.d
+	echo "create_main_cluster = false" >/etc/postgresql-common/createcluster.d/queue-no-main.conf
+fi
+
+echo "setup: apt-get install ${pkgs[*]}"
+export DEBIAN_FRONTEND=noninteractive
+apt-get update </dev/null
+apt-get install -y --no-install-recommends \
+	-o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold \
+	"${pkgs[@]}" </dev/null
+
+# Check again: fail here, clearly, rather than later in make.
+still=()
+pgxs=$(pg_config --pgxs 2>/dev/null || true)
+{ [ -n "$pgxs" ] && [ -f "$pgxs" ]; } || still+=("PGXS")
+[ -x "$PGXS_TEST/isolation/pg_isolation_regress" ] || still+=("pg_isolation_regress")
+[ -x "$PG_BIN/postgres" ] || still+=("postgres")
+id -u postgres >/dev/null 2>&1 || still+=("OS user postgres")
+perl -MIPC::Run -e1 >/dev/null 2>&1 || still+=("perl IPC::Run")
+command -v cc >/dev/null 2>&1 || still+=("cc")
+if [ ${#still[@]} -ne 0 ]; then
+	echo "setup: still missing after install: ${still[*]}" >&2
+	exit 1
+fi
+echo "setup: done"
