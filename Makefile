@@ -13,6 +13,10 @@ OBJS       = $(patsubst %.c,%.o,$(wildcard src/*.c))
 DATA       = $(wildcard sql/queue--*.sql)
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS   = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
+# CI builds with warnings as errors (CI=true is set there).
+ifeq ($(CI),true)
+PG_CFLAGS  += -Werror
+endif
 
 QUEUE_TEST_OPTS = --inputdir=test --temp-config=test/queue.conf --load-extension=queue
 REGRESS        = $(patsubst test/sql/%.sql,%,$(sort $(wildcard test/sql/*.sql)))
