@@ -54,3 +54,6 @@ bench:
 	bash test/setup.sh
 	$(MAKE) install
 	bash test/bench/run.sh
+
+# Every object depends on the shared header (PGXS tracks no headers).
+$(OBJS): src/queue.h

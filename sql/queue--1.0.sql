@@ -318,6 +318,65 @@ BEGIN
 		q.queue_id, tbl);
 	EXECUTE pg_catalog.format('COMMENT ON TABLE %s IS %L', tbl,
 		'messages of queue id ' || q.queue_id);
+
+	/*
+	 * Deduplication ids accepted within their window (d<id>), on every
+	 * queue: standard queues deduplicate when a send gives an id.  The
+	 * scope key is '' for scope 'queue' and the group id for scope
+	 * 'message_group'.  Rows outlive their messages, as the window does.
+	 */
+	EXECUTE pg_catalog.format($ddl$
+		CREATE TABLE queue_data.d%1$s (
+			scope_key text COLLATE "C" NOT NULL,
+			deduplication_id text COLLATE "C" NOT NULL,
+			message_id bigint NOT NULL,
+			accepted_at timestamptz NOT NULL,
+			CONSTRAINT d%1$s_pkey PRIMARY KEY (scope_key, deduplication_id)
+		) WITH (autovacuum_vacuum_scale_factor = 0.01)$ddl$, q.queue_id);
+	EXECUTE pg_catalog.format('CREATE INDEX d%1$s_accepted ON queue_data.d%1$s (accepted_at)', q.queue_id);
+	EXECUTE pg_catalog.format('COMMENT ON TABLE queue_data.d%1$s IS %L', q.queue_id,
+		'deduplication ids of queue id ' || q.queue_id);
+
+	/*
+	 * Receive attempts (a<id>): what a receive with a receive_attempt_id
+	 * returned, so a retry within 5 minutes gets the same messages.
+	 */
+	EXECUTE pg_catalog.format($ddl$
+		CREATE TABLE queue_data.a%1$s (
+			receive_attempt_id text NOT NULL,
+			received_at timestamptz NOT NULL,
+			nonce bigint NOT NULL,
+			message_ids bigint[] NOT NULL,
+			visible_ats timestamptz[] NOT NULL,
+			CONSTRAINT a%1$s_pkey PRIMARY KEY (receive_attempt_id)
+		)$ddl$, q.queue_id);
+	EXECUTE pg_catalog.format('COMMENT ON TABLE queue_data.a%1$s IS %L', q.queue_id,
+		'receive attempts of queue id ' || q.queue_id);
+
+	IF q.fifo THEN
+		/*
+		 * FIFO: messages of a group in order, and the group scheduler
+		 * (g<id>): one row per non-empty group with the sequence number of
+		 * its head message and the time it can next deliver (its head's
+		 * visible_at, or the end of the leases it has in flight).  Every
+		 * change to a group's messages holds the group's row lock, which
+		 * is how senders of one group serialise and how receivers skip a
+		 * group someone is working on.
+		 */
+		EXECUTE pg_catalog.format('CREATE INDEX q%1$s_group ON %2$s (message_group_id, message_id)',
+			q.queue_id, tbl);
+		EXECUTE pg_catalog.format($ddl$
+			CREATE TABLE queue_data.g%1$s (
+				message_group_id text COLLATE "C" NOT NULL,
+				head_seq bigint,
+				available_at timestamptz,
+				sends bigint NOT NULL DEFAULT 0,
+				CONSTRAINT g%1$s_pkey PRIMARY KEY (message_group_id)
+			) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0.01)$ddl$, q.queue_id);
+		EXECUTE pg_catalog.format('CREATE INDEX g%1$s_head ON queue_data.g%1$s (head_seq)', q.queue_id);
+		EXECUTE pg_catalog.format('COMMENT ON TABLE queue_data.g%1$s IS %L', q.queue_id,
+			'message groups of FIFO queue id ' || q.queue_id);
+	END IF;
 	UPDATE @extschema@._queues r SET msg_relid = tbl::regclass::oid WHERE r.queue_id = q.queue_id;
 	RETURN q.queue_id;
 END
@@ -404,7 +463,10 @@ BEGIN
 					  FROM @extschema@._queues r WHERE r.dead_letter_queue = q.queue_id) || '.',
 			HINT = 'Alter those queues first.';
 	END IF;
-	EXECUTE pg_catalog.format('DROP TABLE queue_data.q%s', q.queue_id);
+	EXECUTE pg_catalog.format('DROP TABLE queue_data.q%1$s, queue_data.d%1$s, queue_data.a%1$s', q.queue_id);
+	IF q.fifo THEN
+		EXECUTE pg_catalog.format('DROP TABLE queue_data.g%s', q.queue_id);
+	END IF;
 	DELETE FROM @extschema@._queues r WHERE r.queue_id = q.queue_id;
 	RETURN true;
 END
@@ -420,8 +482,14 @@ DECLARE
 	n bigint;
 BEGIN
 	q := @extschema@._lookup(queue_name);
+	/* Deduplication ids stay: their window outlives the messages. */
+	IF q.fifo THEN
+		EXECUTE pg_catalog.format('LOCK TABLE queue_data.g%s IN SHARE ROW EXCLUSIVE MODE', q.queue_id);
+		EXECUTE pg_catalog.format('DELETE FROM queue_data.g%s', q.queue_id);
+	END IF;
 	EXECUTE pg_catalog.format('DELETE FROM queue_data.q%s', q.queue_id);
 	GET DIAGNOSTICS n = ROW_COUNT;
+	EXECUTE pg_catalog.format('DELETE FROM queue_data.a%s', q.queue_id);
 	RETURN n;
 END
 $$;

@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/pg_type.h"
 #include "access/xlog.h"
 #include "datatype/timestamp.h"
 #include "miscadmin.h"
@@ -190,4 +191,28 @@ queue_check_read_write(void)
 		ereport(ERROR,
 				(errcode(ERRCODE_READ_ONLY_SQL_TRANSACTION),
 				 errmsg("cannot change a queue in a read-only transaction")));
+}
+
+/* An int8[] of n values, for a statement parameter. */
+Datum
+queue_int8_array(int n, const int64 *vals)
+{
+	Datum	   *d = palloc(Max(n, 1) * sizeof(Datum));
+
+	for (int i = 0; i < n; i++)
+		d[i] = Int64GetDatum(vals[i]);
+	return PointerGetDatum(construct_array(d, n, INT8OID, 8, FLOAT8PASSBYVAL,
+										   TYPALIGN_DOUBLE));
+}
+
+/* A text[] of n values (nulls may be NULL: no null entries). */
+Datum
+queue_text_array(int n, const Datum *vals, const bool *nulls)
+{
+	int			dims[1] = {n};
+	int			lbs[1] = {1};
+
+	return PointerGetDatum(construct_md_array((Datum *) vals, (bool *) nulls,
+											  1, dims, lbs, TEXTOID, -1,
+											  false, TYPALIGN_INT));
 }

@@ -14,14 +14,15 @@
 
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "lib/stringinfo.h"
 
 #include "queue.h"
 
 typedef struct PlanSpec
 {
-	const char *sql;			/* %1$s is the message table */
+	const char *sql;			/* {q} {d} {g} {a}: the queue's tables */
 	int			nargs;
-	Oid			argtypes[6];
+	Oid			argtypes[8];
 } PlanSpec;
 
 #define MSG_COLUMNS \
@@ -30,26 +31,11 @@ typedef struct PlanSpec
 
 static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	[QP_SEND] = {
-		"INSERT INTO %1$s (message_id, visible_at, sent_at, message_group_id,"
+		"INSERT INTO {q} (message_id, visible_at, sent_at, message_group_id,"
 		" deduplication_id, attributes, body)"
 		" VALUES (nextval('queue_data.message_id_seq'), $1, $2, $3, $4, $5, $6)"
 		" RETURNING message_id",
 		6, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID}
-	},
-
-	/*
-	 * One statement for the whole batch.  unnest pads missing arrays with
-	 * NULLs and yields rows in array order, so the ids it draws (and the
-	 * rows RETURNING gives back) follow the ordinals.
-	 */
-	[QP_SEND_BATCH] = {
-		"INSERT INTO %1$s (message_id, visible_at, sent_at, message_group_id,"
-		" deduplication_id, attributes, body)"
-		" SELECT nextval('queue_data.message_id_seq'), $1, $2, u.g, u.d, u.a, u.b"
-		" FROM unnest($3, $4, $5, $6) AS u(b, g, d, a)"
-		" RETURNING message_id",
-		6, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTARRAYOID, TEXTARRAYOID,
-		TEXTARRAYOID, JSONBARRAYOID}
 	},
 
 	/*
@@ -60,11 +46,11 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * primary key whatever the planner thinks of the table's size.
 	 */
 	[QP_RECEIVE] = {
-		"UPDATE %1$s m SET visible_at = $2, receipt = $3,"
+		"UPDATE {q} m SET visible_at = $2, receipt = $3,"
 		" receive_count = m.receive_count + 1,"
 		" first_received_at = coalesce(m.first_received_at, $1)"
 		" WHERE m.message_id = ANY (ARRAY("
-		"  SELECT message_id FROM %1$s"
+		"  SELECT message_id FROM {q}"
 		"  WHERE visible_at <= $1 AND sent_at > $4"
 		"  ORDER BY visible_at, message_id LIMIT $5"
 		"  FOR UPDATE SKIP LOCKED))"
@@ -72,7 +58,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		5, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID}
 	},
 	[QP_DELETE] = {
-		"DELETE FROM %1$s WHERE message_id = $1 AND receipt = $2",
+		"DELETE FROM {q} WHERE message_id = $1 AND receipt = $2",
 		2, {INT8OID, INT8OID}
 	},
 
@@ -82,45 +68,219 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * given for its id and fails the whole call on a mismatch.
 	 */
 	[QP_DELETE_BATCH] = {
-		"DELETE FROM %1$s WHERE message_id = ANY ($1) AND receipt = ANY ($2)"
+		"DELETE FROM {q} WHERE message_id = ANY ($1) AND receipt = ANY ($2)"
 		" RETURNING message_id, receipt",
 		2, {INT8ARRAYOID, INT8ARRAYOID}
 	},
 	[QP_CHANGE_VIS] = {
-		"UPDATE %1$s SET visible_at = $3 WHERE message_id = $1 AND receipt = $2",
+		"UPDATE {q} SET visible_at = $3 WHERE message_id = $1 AND receipt = $2",
 		3, {INT8OID, INT8OID, TIMESTAMPTZOID}
 	},
 	[QP_CHANGE_VIS_BATCH] = {
-		"UPDATE %1$s SET visible_at = $3"
+		"UPDATE {q} SET visible_at = $3"
 		" WHERE message_id = ANY ($1) AND receipt = ANY ($2)"
 		" RETURNING message_id, receipt",
 		3, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}
 	},
 	[QP_RECEIPTS_OF] = {
-		"SELECT message_id, receipt FROM %1$s WHERE message_id = ANY ($1)",
+		"SELECT message_id, receipt FROM {q} WHERE message_id = ANY ($1)",
 		1, {INT8ARRAYOID}
 	},
+	/*
+	 * Batches, deduplicated and FIFO sends: the rows to insert come as
+	 * arrays.  An entry's id is given when deduplication drew it (or the
+	 * group lock had to come first), else drawn here; unnest yields rows in
+	 * array order, so ids drawn here follow the ordinals.  FIFO messages
+	 * carry their id as sequence_number ($8).
+	 */
+	[QP_SEND_GENERAL] = {
+		"INSERT INTO {q} (message_id, sequence_number, visible_at, sent_at,"
+		" message_group_id, deduplication_id, attributes, body)"
+		" SELECT x.id, CASE WHEN $8 THEN x.id END, $1, $2, x.g, x.d, x.a, x.b"
+		" FROM (SELECT coalesce(u.id, nextval('queue_data.message_id_seq')) AS id,"
+		"       u.b, u.g, u.d, u.a"
+		"       FROM unnest($3, $4, $5, $6, $7) AS u(id, b, g, d, a)) x"
+		" RETURNING message_id",
+		8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8ARRAYOID, TEXTARRAYOID,
+		TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, BOOLOID}
+	},
+
+	/*
+	 * Claim deduplication ids: a new id, or one whose window has passed
+	 * (swept or not), takes a fresh message id; a live one returns
+	 * nothing.  A concurrent claim of the same id waits here for the
+	 * first to commit or roll back.
+	 */
+	[QP_DEDUP_CLAIM] = {
+		"INSERT INTO {d} AS d (scope_key, deduplication_id, message_id, accepted_at)"
+		" SELECT u.k, u.d, nextval('queue_data.message_id_seq'), $1"
+		" FROM unnest($3, $4) AS u(k, d)"
+		" ON CONFLICT (scope_key, deduplication_id) DO UPDATE"
+		" SET message_id = excluded.message_id, accepted_at = excluded.accepted_at"
+		" WHERE d.accepted_at <= $2"
+		" RETURNING scope_key, deduplication_id, message_id",
+		4, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTARRAYOID, TEXTARRAYOID}
+	},
+	[QP_DEDUP_ORIGINALS] = {
+		"SELECT d.scope_key, d.deduplication_id, d.message_id FROM {d} d"
+		" JOIN unnest($1, $2) AS u(k, i)"
+		"  ON d.scope_key = u.k AND d.deduplication_id = u.i",
+		2, {TEXTARRAYOID, TEXTARRAYOID}
+	},
+
+	/*
+	 * FIFO groups.  A sender locks its groups' rows (creating missing ones)
+	 * before drawing sequence numbers, so the senders of one group go one
+	 * after another in commit order while other groups never wait.  The
+	 * array is sorted, so batches lock in one order and cannot deadlock.
+	 * The update (not just a lock) makes a REPEATABLE READ transaction that
+	 * saw the group before fail to serialise rather than miss the send.
+	 */
+	[QP_GROUP_LOCK] = {
+		"UPDATE {g} SET sends = sends + 1 WHERE message_group_id = ANY ($1)"
+		" RETURNING message_group_id",
+		1, {TEXTARRAYOID}
+	},
+	[QP_GROUP_INSERT] = {
+		"INSERT INTO {g} (message_group_id) SELECT unnest($1)"
+		" ON CONFLICT DO NOTHING RETURNING message_group_id",
+		1, {TEXTARRAYOID}
+	},
+
+	/*
+	 * Recompute the scheduling row of groups whose messages changed, under
+	 * their row locks: the head (first message left) and when the group can
+	 * deliver next: its head's visible_at, or the end of the leases it has
+	 * in flight (in flight messages are a prefix of the group, at most one
+	 * receive's worth).  An empty group's row goes.
+	 */
+	[QP_GROUP_REFRESH] = {
+		"WITH rc AS ("
+		"  SELECT gg.gid, h.message_id AS head, h.visible_at AS head_vis,"
+		"   (SELECT max(s.visible_at) FROM (SELECT m.visible_at, m.receive_count"
+		"     FROM {q} m WHERE m.message_group_id = gg.gid"
+		"     ORDER BY m.message_id LIMIT 1000) s"
+		"    WHERE s.receive_count > 0 AND s.visible_at > $2) AS lease"
+		"  FROM unnest($1) AS gg(gid)"
+		"  LEFT JOIN LATERAL (SELECT m.message_id, m.visible_at FROM {q} m"
+		"   WHERE m.message_group_id = gg.gid ORDER BY m.message_id LIMIT 1) h ON true),"
+		" gd AS (DELETE FROM {g} g USING rc"
+		"  WHERE g.message_group_id = rc.gid AND rc.head IS NULL RETURNING 1),"
+		" gu AS (UPDATE {g} g SET head_seq = rc.head,"
+		"  available_at = greatest(rc.head_vis, rc.lease) FROM rc"
+		"  WHERE g.message_group_id = rc.gid AND rc.head IS NOT NULL RETURNING 1)"
+		" SELECT (SELECT count(*) FROM gd) + (SELECT count(*) FROM gu)",
+		2, {TEXTARRAYOID, TIMESTAMPTZOID}
+	},
+
+	/* Lock the groups of some messages before settling them. */
+	[QP_GROUP_LOCK_OF_MSGS] = {
+		"SELECT g.message_group_id FROM {g} g"
+		" WHERE g.message_group_id IN"
+		"  (SELECT m.message_group_id FROM {q} m WHERE m.message_id = ANY ($1))"
+		" ORDER BY g.message_group_id FOR UPDATE OF g",
+		1, {INT8ARRAYOID}
+	},
+
+	/*
+	 * The FIFO lease.  Take the available groups oldest head first,
+	 * skipping groups someone holds; from each, its visible messages in
+	 * order; keep the first max_messages in (group, sequence) order, so one
+	 * group gives as many as it can before the next fills the batch.  The
+	 * groups delivered from are blocked until the leases end.
+	 */
+	[QP_FIFO_RECEIVE] = {
+		"WITH g AS MATERIALIZED ("
+		"  SELECT message_group_id, head_seq FROM {g}"
+		"  WHERE available_at <= $1"
+		"  ORDER BY head_seq LIMIT $5 FOR UPDATE SKIP LOCKED),"
+		" c AS MATERIALIZED ("
+		"  SELECT x.message_id, g.message_group_id,"
+		"   row_number() OVER (ORDER BY g.head_seq, x.message_id) AS ord"
+		"  FROM g CROSS JOIN LATERAL ("
+		"   SELECT m.message_id FROM {q} m"
+		"   WHERE m.message_group_id = g.message_group_id"
+		"    AND m.visible_at <= $1 AND m.sent_at > $4"
+		"   ORDER BY m.message_id LIMIT $5) x"
+		"  ORDER BY g.head_seq, x.message_id LIMIT $5),"
+		" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3,"
+		"  receive_count = m.receive_count + 1,"
+		"  first_received_at = coalesce(m.first_received_at, $1)"
+		"  WHERE m.message_id = ANY (ARRAY(SELECT message_id FROM c))"
+		"  RETURNING " MSG_COLUMNS "),"
+		" gl AS (UPDATE {g} g SET available_at = $2"
+		"  WHERE g.message_group_id IN (SELECT message_group_id FROM c))"
+		" SELECT u.* FROM u JOIN c USING (message_id) ORDER BY c.ord",
+		5, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID}
+	},
+
+	/* Receive attempts: what an attempt returned, and whether it still holds. */
+	[QP_ATTEMPT_GET] = {
+		"SELECT nonce, message_ids, visible_ats FROM {a}"
+		" WHERE receive_attempt_id = $1 AND received_at > $2 FOR UPDATE",
+		2, {TEXTOID, TIMESTAMPTZOID}
+	},
+	[QP_ATTEMPT_MSGS] = {
+		"SELECT " MSG_COLUMNS " FROM {q}"
+		" WHERE message_id = ANY ($1) AND receipt = $2"
+		" ORDER BY array_position($1, message_id)",
+		2, {INT8ARRAYOID, INT8OID}
+	},
+	[QP_ATTEMPT_PUT] = {
+		"INSERT INTO {a} (receive_attempt_id, received_at, nonce, message_ids, visible_ats)"
+		" VALUES ($1, $2, $3, $4, $5)"
+		" ON CONFLICT (receive_attempt_id) DO UPDATE SET received_at = excluded.received_at,"
+		" nonce = excluded.nonce, message_ids = excluded.message_ids,"
+		" visible_ats = excluded.visible_ats",
+		5, {TEXTOID, TIMESTAMPTZOID, INT8OID, INT8ARRAYOID, TIMESTAMPTZARRAYOID}
+	},
+	[QP_NEXT_VISIBLE] = {
+		"SELECT visible_at FROM {q} WHERE visible_at > $1"
+		" ORDER BY visible_at LIMIT 1",
+		1, {TIMESTAMPTZOID}
+	},
 	[QP_PEEK] = {
-		"SELECT " MSG_COLUMNS " FROM %1$s WHERE sent_at > $1"
+		"SELECT " MSG_COLUMNS " FROM {q} WHERE sent_at > $1"
 		" ORDER BY visible_at, message_id LIMIT $2",
 		2, {TIMESTAMPTZOID, INT4OID}
 	},
 };
+
+/*
+ * The text of a statement for one queue: each {x} becomes the queue's
+ * table queue_data.x<id>.  Only the numeric id ever enters the text.
+ */
+static char *
+plan_text(const char *tmpl, int64 queue_id)
+{
+	StringInfoData buf;
+
+	initStringInfo(&buf);
+	for (const char *p = tmpl; *p; p++)
+	{
+		if (p[0] == '{' && p[1] != '\0' && p[2] == '}' && strchr("qdga", p[1]))
+		{
+			appendStringInfo(&buf, "queue_data.%c" INT64_FORMAT, p[1], queue_id);
+			p += 2;
+		}
+		else
+			appendStringInfoChar(&buf, *p);
+	}
+	return buf.data;
+}
 
 /* The kept plan of one statement of a queue, prepared on first use. */
 SPIPlanPtr
 queue_plan(QueueMeta *q, QueuePlanKind kind)
 {
 	const PlanSpec *spec = &plan_specs[kind];
-	char	   *table;
 	char	   *sql;
 	SPIPlanPtr	plan;
 
 	if (q->plans[kind] != NULL)
 		return q->plans[kind];
 
-	table = psprintf("queue_data.q" INT64_FORMAT, q->id);
-	sql = psprintf(spec->sql, table);
+	sql = plan_text(spec->sql, q->id);
 	plan = SPI_prepare(sql, spec->nargs, (Oid *) spec->argtypes);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
@@ -128,7 +288,6 @@ queue_plan(QueueMeta *q, QueuePlanKind kind)
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "SPI_keepplan failed");
 	pfree(sql);
-	pfree(table);
 	q->plans[kind] = plan;
 	return plan;
 }

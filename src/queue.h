@@ -29,7 +29,6 @@
 typedef enum QueuePlanKind
 {
 	QP_SEND,
-	QP_SEND_BATCH,
 	QP_RECEIVE,
 	QP_DELETE,
 	QP_DELETE_BATCH,
@@ -38,6 +37,17 @@ typedef enum QueuePlanKind
 	QP_RECEIPTS_OF,				/* current receipts of some message ids */
 	QP_PEEK,
 	QP_NEXT_VISIBLE,		/* long poll: when the next message turns visible */
+	QP_SEND_GENERAL,			/* batch, dedup and FIFO sends */
+	QP_DEDUP_CLAIM,
+	QP_DEDUP_ORIGINALS,
+	QP_GROUP_LOCK,
+	QP_GROUP_INSERT,
+	QP_GROUP_REFRESH,
+	QP_GROUP_LOCK_OF_MSGS,
+	QP_FIFO_RECEIVE,
+	QP_ATTEMPT_GET,
+	QP_ATTEMPT_MSGS,
+	QP_ATTEMPT_PUT,
 	QP_NUM_PLANS
 } QueuePlanKind;
 
@@ -72,6 +82,20 @@ extern void queue_catalog_init(void);
 extern SPIPlanPtr queue_plan(QueueMeta *q, QueuePlanKind kind);
 extern void queue_release_plans(QueueMeta *q);
 
+/* dedup.c */
+extern text *queue_content_dedup_id(text *body);
+extern void queue_dedup_claim(QueueMeta *q, int n, Datum *scope_keys,
+							  Datum *dedup_ids, TimestampTz now,
+							  int64 *message_ids, bool *duplicate);
+
+/* fifo.c */
+extern void queue_fifo_lock_groups(QueueMeta *q, int ngroups, Datum *groups,
+								   bool *created);
+extern void queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups);
+extern int	queue_fifo_lock_groups_of(QueueMeta *q, int n, const int64 *ids,
+									  Datum **groups);
+extern int	queue_sort_unique_texts(Datum *vals, int n);
+
 /* receipt.c */
 extern uint64 queue_receipt_nonce(void);
 extern text *queue_receipt_make(int64 queue_id, int64 message_id, uint64 nonce);
@@ -91,6 +115,8 @@ extern text *queue_arg_token(FunctionCallInfo fcinfo, int argno,
 							 const char *argname);
 extern void queue_check_token_datum(Datum d, const char *argname);
 extern int	queue_array_len(ArrayType *arr, const char *argname, bool allow_nulls);
+extern Datum queue_int8_array(int n, const int64 *vals);
+extern Datum queue_text_array(int n, const Datum *vals, const bool *nulls);
 extern void queue_check_read_write(void);
 
 /* queue.c */

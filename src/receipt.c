@@ -42,18 +42,20 @@
 
 static uint8 secret[SECRET_LEN];
 static bool secret_loaded = false;
+static Oid	secret_relid = InvalidOid;
 static bool nonce_ready = false;
 static uint64 nonce_next;
 
 /*
  * The secret is read once per backend.  It only changes when the extension
- * is dropped and created again, which drops and creates queue._secret:
- * any relcache invalidation makes us read it again.
+ * is dropped and created again, which drops and creates queue._secret: an
+ * invalidation of that table (or of everything) makes us read it again.
  */
 static void
 secret_inval_callback(Datum arg, Oid relid)
 {
-	secret_loaded = false;
+	if (relid == InvalidOid || relid == secret_relid)
+		secret_loaded = false;
 }
 
 static void
@@ -69,7 +71,7 @@ load_secret(void)
 		CacheRegisterRelcacheCallback(secret_inval_callback, (Datum) 0);
 		callback_registered = true;
 	}
-	rc = SPI_execute("SELECT key FROM queue._secret", true, 1);
+	rc = SPI_execute("SELECT key, 'queue._secret'::regclass::oid FROM queue._secret", true, 1);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "queue._secret must hold exactly one key");
 	key = DatumGetByteaPP(SPI_getbinval(SPI_tuptable->vals[0],
@@ -77,6 +79,8 @@ load_secret(void)
 	if (isnull || VARSIZE_ANY_EXHDR(key) != SECRET_LEN)
 		elog(ERROR, "queue._secret holds a key of the wrong size");
 	memcpy(secret, VARDATA_ANY(key), SECRET_LEN);
+	secret_relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
+												  SPI_tuptable->tupdesc, 2, &isnull));
 	secret_loaded = true;
 }
 

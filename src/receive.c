@@ -14,6 +14,8 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/pg_type.h"
+#include "utils/array.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -41,18 +43,18 @@ PG_FUNCTION_INFO_V1(queue_peek);
 #define MESSAGE_NATTS		11
 
 /*
- * Copy the rows of the last SPI result into the caller's tuplestore as
- * queue.message, with a receipt per row when nonce_valid.
+ * Copy rows of an SPI result into the caller's tuplestore as queue.message,
+ * with a receipt per row when with_receipt.
  */
 static void
-emit_messages(ReturnSetInfo *rsinfo, QueueMeta *q, bool with_receipt,
-			  uint64 nonce)
+emit_messages(ReturnSetInfo *rsinfo, QueueMeta *q, SPITupleTable *tt,
+			  uint64 nrows, bool with_receipt, uint64 nonce)
 {
-	TupleDesc	src = SPI_tuptable->tupdesc;
+	TupleDesc	src = tt->tupdesc;
 
-	for (uint64 r = 0; r < SPI_processed; r++)
+	for (uint64 r = 0; r < nrows; r++)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[r];
+		HeapTuple	tup = tt->vals[r];
 		Datum		values[MESSAGE_NATTS];
 		bool		nulls[MESSAGE_NATTS];
 		int			out = 0;
@@ -83,6 +85,83 @@ emit_messages(ReturnSetInfo *rsinfo, QueueMeta *q, bool with_receipt,
 }
 
 /*
+ * A retry of a receive_attempt_id seen within RECEIVE_ATTEMPT_WINDOW: if
+ * every message it returned is still leased under that receive, unchanged,
+ * emit them again with the same receipts and return true.
+ */
+#define RECEIVE_ATTEMPT_WINDOW	(5 * USECS_PER_MINUTE)
+
+static bool
+replay_attempt(ReturnSetInfo *rsinfo, QueueMeta *q, text *attempt,
+			   TimestampTz now)
+{
+	Datum		args[2];
+	bool		isnull;
+	uint64		nonce;
+	Datum		ids;
+	ArrayType  *vis;
+	Datum	   *vis_elems;
+	int			nvis;
+	int			rc;
+
+	args[0] = PointerGetDatum(attempt);
+	args[1] = TimestampTzGetDatum(now - RECEIVE_ATTEMPT_WINDOW);
+	rc = SPI_execute_plan(queue_plan(q, QP_ATTEMPT_GET), args, NULL, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "receive attempt lookup failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return false;
+	nonce = (uint64) DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	ids = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull);
+	vis = DatumGetArrayTypeP(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3, &isnull));
+	deconstruct_array(vis, TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE,
+					  &vis_elems, NULL, &nvis);
+
+	args[0] = ids;
+	args[1] = Int64GetDatum((int64) nonce);
+	rc = SPI_execute_plan(queue_plan(q, QP_ATTEMPT_MSGS), args, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "receive attempt replay failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed != (uint64) nvis)
+		return false;			/* one was deleted or received again */
+	for (int i = 0; i < nvis; i++)
+		if (DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
+											  COL_VISIBLE_AT, &isnull)) !=
+			DatumGetTimestampTz(vis_elems[i]))
+			return false;		/* its visibility was changed */
+	emit_messages(rsinfo, q, SPI_tuptable, SPI_processed, true, nonce);
+	return true;
+}
+
+/* Remember what a receive with a receive_attempt_id returned. */
+static void
+record_attempt(QueueMeta *q, text *attempt, TimestampTz now, uint64 nonce,
+			   SPITupleTable *tt, uint64 nrows)
+{
+	int64	   *ids = palloc(nrows * sizeof(int64));
+	Datum	   *vis = palloc(nrows * sizeof(Datum));
+	Datum		args[5];
+	int			rc;
+
+	for (uint64 r = 0; r < nrows; r++)
+	{
+		bool		isnull;
+
+		ids[r] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, COL_MESSAGE_ID, &isnull));
+		vis[r] = SPI_getbinval(tt->vals[r], tt->tupdesc, COL_VISIBLE_AT, &isnull);
+	}
+	args[0] = PointerGetDatum(attempt);
+	args[1] = TimestampTzGetDatum(now);
+	args[2] = Int64GetDatum((int64) nonce);
+	args[3] = queue_int8_array((int) nrows, ids);
+	args[4] = PointerGetDatum(construct_array(vis, (int) nrows, TIMESTAMPTZOID, 8,
+											  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	rc = SPI_execute_plan(queue_plan(q, QP_ATTEMPT_PUT), args, NULL, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "recording receive attempt failed: %s", SPI_result_code_string(rc));
+}
+
+/*
  * queue.receive(queue_name, max_messages, visibility_timeout, wait,
  *				 receive_attempt_id)
  */
@@ -94,23 +173,23 @@ queue_receive(PG_FUNCTION_ARGS)
 	int32		max_messages;
 	int64		vt;
 	int64		wait;
+	text	   *attempt;
 	uint64		nonce;
 	TimestampTz deadline = 0;
+	TimestampTz now;
+	SPITupleTable *tt;
+	uint64		nrows;
 	int			rc;
 
 	queue_arg_notnull(fcinfo, 0, "queue_name");
 	max_messages = queue_arg_int(fcinfo, 1, "max_messages", 1,
 								 QUEUE_MAX_MESSAGES, -1);
-	(void) queue_arg_token(fcinfo, 4, "receive_attempt_id");
+	attempt = queue_arg_token(fcinfo, 4, "receive_attempt_id");
 	queue_check_read_write();
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 
 	SPI_connect();
 	q = queue_lookup(PG_GETARG_TEXT_PP(0));
-	if (q->fifo)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("FIFO queues are not supported yet")));
 	vt = queue_arg_interval(fcinfo, 2, "visibility_timeout", 0,
 							QUEUE_MAX_VISIBILITY, q->visibility_timeout);
 	wait = queue_arg_interval(fcinfo, 3, "wait", 0, QUEUE_MAX_WAIT,
@@ -128,12 +207,18 @@ queue_receive(PG_FUNCTION_ARGS)
 				 errdetail("A waiting receive must see messages committed after it began."),
 				 errhint("Receive with wait => '0', or in a READ COMMITTED transaction.")));
 
+	now = GetCurrentTimestamp();
+	if (attempt != NULL && replay_attempt(rsinfo, q, attempt, now))
+	{
+		SPI_finish();
+		return (Datum) 0;
+	}
+
 	nonce = queue_receipt_nonce();
 	if (wait > 0)
 		queue_wait_begin(q);
 	for (;;)
 	{
-		TimestampTz now = GetCurrentTimestamp();
 		Datum		args[5];
 
 		args[0] = TimestampTzGetDatum(now);
@@ -141,8 +226,9 @@ queue_receive(PG_FUNCTION_ARGS)
 		args[2] = Int64GetDatum((int64) nonce);
 		args[3] = TimestampTzGetDatum(now - q->retention);
 		args[4] = Int32GetDatum(max_messages);
-		rc = SPI_execute_plan(queue_plan(q, QP_RECEIVE), args, NULL, false, 0);
-		if (rc != SPI_OK_UPDATE_RETURNING)
+		rc = SPI_execute_plan(queue_plan(q, q->fifo ? QP_FIFO_RECEIVE : QP_RECEIVE),
+							  args, NULL, false, 0);
+		if (rc != SPI_OK_UPDATE_RETURNING && rc != SPI_OK_SELECT)
 			elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
 		if (SPI_processed > 0 || wait == 0)
 			break;
@@ -150,13 +236,20 @@ queue_receive(PG_FUNCTION_ARGS)
 			deadline = now + wait;
 		if (!queue_wait(q, deadline))
 			break;
+		now = GetCurrentTimestamp();
 	}
 	if (wait > 0)
 		queue_wait_end();
 
-	emit_messages(rsinfo, q, true, nonce);
-	if (SPI_processed > 0)
-		queue_count(q->id, QC_RECEIVED, SPI_processed);
+	tt = SPI_tuptable;
+	nrows = SPI_processed;
+	emit_messages(rsinfo, q, tt, nrows, true, nonce);
+	if (nrows > 0)
+	{
+		queue_count(q->id, QC_RECEIVED, nrows);
+		if (attempt != NULL)
+			record_attempt(q, attempt, now, nonce, tt, nrows);
+	}
 	SPI_finish();
 	return (Datum) 0;
 }
@@ -182,7 +275,7 @@ queue_peek(PG_FUNCTION_ARGS)
 	rc = SPI_execute_plan(queue_plan(q, QP_PEEK), args, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "queue peek failed: %s", SPI_result_code_string(rc));
-	emit_messages(rsinfo, q, false, 0);
+	emit_messages(rsinfo, q, SPI_tuptable, SPI_processed, false, 0);
 	SPI_finish();
 	return (Datum) 0;
 }

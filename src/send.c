@@ -79,18 +79,208 @@ send_delay(FunctionCallInfo fcinfo, QueueMeta *q)
 	return queue_arg_interval(fcinfo, 2, "delay", 0, q->retention, 0);
 }
 
-/* Features that later issues bring; refused rather than half-done. */
-static void
-check_supported(QueueMeta *q, bool has_dedup)
+/* The entries of a send, as parallel arrays. */
+typedef struct SendBatch
 {
+	int			n;
+	Datum	   *bodies;			/* text, checked */
+	Datum	   *groups;
+	bool	   *group_nulls;
+	Datum	   *dedups;
+	bool	   *dedup_nulls;
+	Datum	   *attrs;
+	bool	   *attr_nulls;
+} SendBatch;
+
+/*
+ * FIFO rules, before anything is written: every entry names its group, and
+ * has a deduplication id unless the queue derives one from the body.
+ */
+static void
+check_fifo_entries(QueueMeta *q, SendBatch *b, bool batch)
+{
+	for (int i = 0; i < b->n; i++)
+	{
+		if (b->group_nulls[i])
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"%s\" is required on a FIFO queue",
+							batch ? "message_group_ids" : "message_group_id")));
+		if (b->dedup_nulls[i])
+		{
+			if (!q->content_based_dedup)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("argument \"%s\" is required on a FIFO queue without content_based_deduplication",
+								batch ? "deduplication_ids" : "deduplication_id")));
+			b->dedups[i] = PointerGetDatum(queue_content_dedup_id(DatumGetTextPP(b->bodies[i])));
+			b->dedup_nulls[i] = false;
+		}
+	}
+}
+
+/*
+ * Sends that need more than one INSERT: batches, deduplication ids, FIFO
+ * groups.  In order: lock the FIFO groups (so sequence numbers are drawn in
+ * the groups' commit order), claim the deduplication ids, insert what is
+ * not a duplicate in one statement, then set the head of groups this send
+ * created.  One row per entry goes to the result.
+ */
+static void
+send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
+			 bool batch)
+{
+	int			n = b->n;
+	int64	   *ids = palloc0(n * sizeof(int64));
+	bool	   *dup = palloc0(n * sizeof(bool));
+	Datum	   *groups = NULL;
+	bool	   *created = NULL;
+	int			ngroups = 0;
+	int			ndedup = 0;
+	int			nins = 0;
+	int			ndup = 0;
+	TimestampTz now;
+	Datum		args[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	int			rc;
+
 	if (q->fifo)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("FIFO queues are not supported yet")));
-	if (has_dedup)
-		ereport(ERROR,
-				(errcode(ERRCODE_FEATURE_NOT_SUPPORTED),
-				 errmsg("argument \"deduplication_id\" is not supported yet")));
+		check_fifo_entries(q, b, batch);
+
+	if (q->fifo)
+	{
+		groups = palloc(n * sizeof(Datum));
+		for (int i = 0; i < n; i++)
+			groups[i] = b->groups[i];
+		ngroups = queue_sort_unique_texts(groups, n);
+		created = palloc(ngroups * sizeof(bool));
+		queue_fifo_lock_groups(q, ngroups, groups, created);
+	}
+
+	/* The clock is read after the locks: a send is stamped when it can go. */
+	now = GetCurrentTimestamp();
+
+	for (int i = 0; i < n; i++)
+		if (!b->dedup_nulls[i])
+			ndedup++;
+	if (ndedup > 0)
+	{
+		Datum	   *keys = palloc(ndedup * sizeof(Datum));
+		Datum	   *dids = palloc(ndedup * sizeof(Datum));
+		int64	   *dmsg = palloc(ndedup * sizeof(int64));
+		bool	   *ddup = palloc(ndedup * sizeof(bool));
+		int			k = 0;
+
+		for (int i = 0; i < n; i++)
+			if (!b->dedup_nulls[i])
+			{
+				keys[k] = (q->dedup_by_group && !b->group_nulls[i]) ?
+					b->groups[i] : PointerGetDatum(cstring_to_text(""));
+				dids[k] = b->dedups[i];
+				k++;
+			}
+		queue_dedup_claim(q, ndedup, keys, dids, now, dmsg, ddup);
+		k = 0;
+		for (int i = 0; i < n; i++)
+			if (!b->dedup_nulls[i])
+			{
+				ids[i] = dmsg[k];
+				dup[i] = ddup[k];
+				k++;
+			}
+	}
+
+	/* Insert the entries that are not duplicates, in one statement. */
+	{
+		Datum	   *iid = palloc(n * sizeof(Datum));
+		bool	   *iidn = palloc(n * sizeof(bool));
+		Datum	   *ibody = palloc(n * sizeof(Datum));
+		Datum	   *igrp = palloc(n * sizeof(Datum));
+		bool	   *igrpn = palloc(n * sizeof(bool));
+		Datum	   *idd = palloc(n * sizeof(Datum));
+		bool	   *iddn = palloc(n * sizeof(bool));
+		Datum	   *iattr = palloc(n * sizeof(Datum));
+		bool	   *iattrn = palloc(n * sizeof(bool));
+		int			dims[1];
+		int			lbs[1] = {1};
+
+		for (int i = 0; i < n; i++)
+		{
+			if (dup[i])
+				continue;
+			iid[nins] = Int64GetDatum(ids[i]);
+			iidn[nins] = (ids[i] == 0);
+			ibody[nins] = b->bodies[i];
+			igrp[nins] = b->groups[i];
+			igrpn[nins] = b->group_nulls[i];
+			idd[nins] = b->dedups[i];
+			iddn[nins] = b->dedup_nulls[i];
+			iattr[nins] = b->attrs[i];
+			iattrn[nins] = b->attr_nulls[i];
+			nins++;
+		}
+		if (nins > 0)
+		{
+			dims[0] = nins;
+			args[0] = TimestampTzGetDatum(now + delay);
+			args[1] = TimestampTzGetDatum(now);
+			args[2] = PointerGetDatum(construct_md_array(iid, iidn, 1, dims, lbs, INT8OID,
+														 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+			args[3] = queue_text_array(nins, ibody, NULL);
+			args[4] = queue_text_array(nins, igrp, igrpn);
+			args[5] = queue_text_array(nins, idd, iddn);
+			args[6] = PointerGetDatum(construct_md_array(iattr, iattrn, 1, dims, lbs, JSONBOID,
+														 -1, false, TYPALIGN_INT));
+			args[7] = BoolGetDatum(q->fifo);
+			rc = SPI_execute_plan(queue_plan(q, QP_SEND_GENERAL), args, nulls, false, 0);
+			if (rc != SPI_OK_INSERT_RETURNING || SPI_processed != (uint64) nins)
+				elog(ERROR, "queue send failed: %s", SPI_result_code_string(rc));
+			nins = 0;
+			for (int i = 0; i < n; i++)
+			{
+				bool		isnull;
+
+				if (dup[i])
+					continue;
+				ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[nins],
+													 SPI_tuptable->tupdesc, 1, &isnull));
+				nins++;
+			}
+		}
+	}
+
+	/* Groups this send created get their head now that it is in. */
+	if (q->fifo)
+	{
+		int			nnew = 0;
+
+		for (int i = 0; i < ngroups; i++)
+			if (created[i])
+				groups[nnew++] = groups[i];
+		queue_fifo_refresh_groups(q, nnew, groups);
+	}
+
+	for (int i = 0; i < n; i++)
+	{
+		Datum		values[4];
+		bool		isnull[4] = {false, false, !q->fifo, false};
+		int			off = batch ? 1 : 0;
+
+		values[0] = Int32GetDatum(i + 1);
+		values[off] = Int64GetDatum(ids[i]);
+		values[off + 1] = Int64GetDatum(ids[i]);
+		values[off + 2] = BoolGetDatum(dup[i]);
+		isnull[off + 1] = !q->fifo;
+		isnull[off] = false;
+		isnull[off + 2] = false;
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
+		if (dup[i])
+			ndup++;
+	}
+	if (nins > 0)
+		queue_count(q->id, QC_SENT, nins);
+	if (ndup > 0)
+		queue_count(q->id, QC_DEDUPLICATED, ndup);
 }
 
 /*
@@ -125,8 +315,32 @@ queue_send(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	q = queue_lookup(PG_GETARG_TEXT_PP(0));
-	check_supported(q, dedup != NULL);
 	delay = send_delay(fcinfo, q);
+
+	/* FIFO and deduplicated sends take the general path, as a batch of one. */
+	if (q->fifo || dedup != NULL)
+	{
+		SendBatch	b;
+		Datum		body = PointerGetDatum(body_text(PG_GETARG_DATUM(1), is_jsonb, q, "body"));
+		Datum		attrs = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
+		Datum		g = PointerGetDatum(group);
+		Datum		d = PointerGetDatum(dedup);
+		bool		gnull = (group == NULL);
+		bool		dnull = (dedup == NULL);
+		bool		anull = PG_ARGISNULL(5);
+
+		b.n = 1;
+		b.bodies = &body;
+		b.groups = &g;
+		b.group_nulls = &gnull;
+		b.dedups = &d;
+		b.dedup_nulls = &dnull;
+		b.attrs = &attrs;
+		b.attr_nulls = &anull;
+		send_general(rsinfo, q, &b, delay, false);
+		SPI_finish();
+		return (Datum) 0;
+	}
 
 	now = GetCurrentTimestamp();
 	args[0] = TimestampTzGetDatum(now + delay);
@@ -152,21 +366,31 @@ queue_send(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* Optional per-entry array argument, checked to match the bodies. */
-static ArrayType *
-batch_array(FunctionCallInfo fcinfo, int argno, const char *argname, int n)
+/*
+ * An optional per-entry array argument, checked to match the bodies, as
+ * datums and null flags (all null when the argument is).
+ */
+static void
+batch_array(FunctionCallInfo fcinfo, int argno, const char *argname, int n,
+			Oid elemtype, Datum **vals, bool **nulls)
 {
 	ArrayType  *arr;
+	int			m;
 
 	if (PG_ARGISNULL(argno))
-		return NULL;
+	{
+		*vals = palloc0(n * sizeof(Datum));
+		*nulls = palloc(n * sizeof(bool));
+		memset(*nulls, true, n * sizeof(bool));
+		return;
+	}
 	arr = PG_GETARG_ARRAYTYPE_P(argno);
 	if (queue_array_len(arr, argname, true) != n)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 				 errmsg("argument \"%s\" must have as many entries as \"bodies\"",
 						argname)));
-	return arr;
+	deconstruct_array(arr, elemtype, -1, false, TYPALIGN_INT, vals, nulls, &m);
 }
 
 /*
@@ -179,107 +403,40 @@ queue_send_batch(PG_FUNCTION_ARGS)
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	bool		is_jsonb = get_fn_expr_argtype(fcinfo->flinfo, 1) == JSONBARRAYOID;
 	ArrayType  *bodies;
-	ArrayType  *groups;
-	ArrayType  *dedups;
-	ArrayType  *attrs;
-	Datum	   *body_datums;
-	int			n;
+	SendBatch	b;
 	QueueMeta  *q;
 	int64		delay;
-	TimestampTz now;
-	Datum		args[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-	bool		has_dedup = false;
-	int			rc;
 
 	queue_arg_notnull(fcinfo, 0, "queue_name");
 	queue_arg_notnull(fcinfo, 1, "bodies");
 	bodies = PG_GETARG_ARRAYTYPE_P(1);
-	n = queue_array_len(bodies, "bodies", false);
-	groups = batch_array(fcinfo, 3, "message_group_ids", n);
-	dedups = batch_array(fcinfo, 4, "deduplication_ids", n);
-	attrs = batch_array(fcinfo, 5, "attributes", n);
-
-	if (groups)
+	b.n = queue_array_len(bodies, "bodies", false);
+	batch_array(fcinfo, 3, "message_group_ids", b.n, TEXTOID, &b.groups, &b.group_nulls);
+	batch_array(fcinfo, 4, "deduplication_ids", b.n, TEXTOID, &b.dedups, &b.dedup_nulls);
+	batch_array(fcinfo, 5, "attributes", b.n, JSONBOID, &b.attrs, &b.attr_nulls);
+	for (int i = 0; i < b.n; i++)
 	{
-		Datum	   *d;
-		bool	   *dn;
-		int			m;
-
-		deconstruct_array(groups, TEXTOID, -1, false, TYPALIGN_INT, &d, &dn, &m);
-		for (int i = 0; i < m; i++)
-			if (!dn[i])
-				queue_check_token_datum(d[i], "message_group_ids");
-	}
-	if (dedups)
-	{
-		Datum	   *d;
-		bool	   *dn;
-		int			m;
-
-		deconstruct_array(dedups, TEXTOID, -1, false, TYPALIGN_INT, &d, &dn, &m);
-		for (int i = 0; i < m; i++)
-			if (!dn[i])
-			{
-				queue_check_token_datum(d[i], "deduplication_ids");
-				has_dedup = true;
-			}
-	}
-	if (attrs)
-	{
-		Datum	   *d;
-		bool	   *dn;
-		int			m;
-
-		deconstruct_array(attrs, JSONBOID, -1, false, TYPALIGN_INT, &d, &dn, &m);
-		for (int i = 0; i < m; i++)
-			if (!dn[i])
-				check_attributes(DatumGetJsonbP(d[i]), "attributes");
+		if (!b.group_nulls[i])
+			queue_check_token_datum(b.groups[i], "message_group_ids");
+		if (!b.dedup_nulls[i])
+			queue_check_token_datum(b.dedups[i], "deduplication_ids");
+		if (!b.attr_nulls[i])
+			check_attributes(DatumGetJsonbP(b.attrs[i]), "attributes");
 	}
 	queue_check_read_write();
 	InitMaterializedSRF(fcinfo, 0);
 
 	SPI_connect();
 	q = queue_lookup(PG_GETARG_TEXT_PP(0));
-	check_supported(q, has_dedup);
 	delay = send_delay(fcinfo, q);
 
-	/* Bodies become text[], each checked against the size limit. */
+	/* Bodies become text, each checked against the size limit. */
 	deconstruct_array(bodies, is_jsonb ? JSONBOID : TEXTOID, -1, false,
-					  TYPALIGN_INT, &body_datums, NULL, &n);
-	for (int i = 0; i < n; i++)
-		body_datums[i] = PointerGetDatum(body_text(body_datums[i], is_jsonb,
-												   q, "bodies"));
+					  TYPALIGN_INT, &b.bodies, NULL, &b.n);
+	for (int i = 0; i < b.n; i++)
+		b.bodies[i] = PointerGetDatum(body_text(b.bodies[i], is_jsonb, q, "bodies"));
 
-	now = GetCurrentTimestamp();
-	args[0] = TimestampTzGetDatum(now + delay);
-	args[1] = TimestampTzGetDatum(now);
-	args[2] = PointerGetDatum(construct_array(body_datums, n, TEXTOID, -1,
-											  false, TYPALIGN_INT));
-	args[3] = groups ? PointerGetDatum(groups) : (Datum) 0;
-	nulls[3] = groups ? ' ' : 'n';
-	args[4] = dedups ? PointerGetDatum(dedups) : (Datum) 0;
-	nulls[4] = dedups ? ' ' : 'n';
-	args[5] = attrs ? PointerGetDatum(attrs) : (Datum) 0;
-	nulls[5] = attrs ? ' ' : 'n';
-
-	rc = SPI_execute_plan(queue_plan(q, QP_SEND_BATCH), args, nulls, false, 0);
-	if (rc != SPI_OK_INSERT_RETURNING || SPI_processed != (uint64) n)
-		elog(ERROR, "queue send_batch failed: %s", SPI_result_code_string(rc));
-
-	for (int i = 0; i < n; i++)
-	{
-		Datum		values[4];
-		bool		isnull[4] = {false, false, true, false};
-
-		values[0] = Int32GetDatum(i + 1);
-		values[1] = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-								  1, &isnull[1]);
-		values[2] = (Datum) 0;
-		values[3] = BoolGetDatum(false);
-		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
-	}
-	queue_count(q->id, QC_SENT, n);
+	send_general(rsinfo, q, &b, delay, true);
 	SPI_finish();
 	return (Datum) 0;
 }

@@ -122,17 +122,6 @@ check_misses(QueueMeta *q, ReceiptBatch *b)
 	}
 }
 
-static Datum
-int8_array(int n, const int64 *vals)
-{
-	Datum	   *d = palloc(n * sizeof(Datum));
-
-	for (int i = 0; i < n; i++)
-		d[i] = Int64GetDatum(vals[i]);
-	return PointerGetDatum(construct_array(d, n, INT8OID, 8, FLOAT8PASSBYVAL,
-										   TYPALIGN_DOUBLE));
-}
-
 /* Emit (ordinal, done) rows of a batch. */
 static void
 emit_batch(FunctionCallInfo fcinfo, ReceiptBatch *b)
@@ -158,9 +147,14 @@ settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b, Datum extra)
 	Datum		args[3];
 	int			rc;
 	int			ndone = 0;
+	Datum	   *groups = NULL;
+	int			ngroups = 0;
 
-	args[0] = int8_array(b->n, b->ids);
-	args[1] = int8_array(b->n, (int64 *) b->nonces);
+	if (q->fifo)
+		ngroups = queue_fifo_lock_groups_of(q, b->n, b->ids, &groups);
+
+	args[0] = queue_int8_array(b->n, b->ids);
+	args[1] = queue_int8_array(b->n, (int64 *) b->nonces);
 	args[2] = extra;
 	rc = SPI_execute_plan(queue_plan(q, kind), args, NULL, false, 0);
 	if (rc != SPI_OK_DELETE_RETURNING && rc != SPI_OK_UPDATE_RETURNING)
@@ -168,6 +162,8 @@ settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b, Datum extra)
 	ndone = (int) SPI_processed;
 	mark_done(b);
 	check_misses(q, b);
+	if (q->fifo)
+		queue_fifo_refresh_groups(q, ngroups, groups);
 	return ndone;
 }
 
@@ -189,6 +185,20 @@ queue_delete(PG_FUNCTION_ARGS)
 	SPI_connect();
 	q = queue_lookup(PG_GETARG_TEXT_PP(0));
 	queue_receipt_parse(PG_GETARG_TEXT_PP(1), q->id, &id, &nonce);
+
+	/* FIFO deletes lock and refresh the group: the batch path does that. */
+	if (q->fifo)
+	{
+		b.n = 1;
+		b.ids = &id;
+		b.nonces = &nonce;
+		b.done = (bool[1]) {false};
+		if (settle_batch(q, QP_DELETE_BATCH, &b, (Datum) 0) > 0)
+			queue_count(q->id, QC_DELETED, 1);
+		SPI_finish();
+		PG_RETURN_BOOL(b.done[0]);
+	}
+
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum((int64) nonce);
 	rc = SPI_execute_plan(queue_plan(q, QP_DELETE), args, NULL, false, 0);
@@ -266,9 +276,24 @@ queue_change_visibility(PG_FUNCTION_ARGS)
 	SPI_connect();
 	q = queue_lookup(PG_GETARG_TEXT_PP(0));
 	queue_receipt_parse(PG_GETARG_TEXT_PP(1), q->id, &id, &nonce);
+	args[2] = new_visible_at(fcinfo, 2, q);
+
+	/* FIFO changes lock and refresh the group: the batch path does that. */
+	if (q->fifo)
+	{
+		ReceiptBatch b = {1, &id, &nonce, (bool[1]) {false}};
+
+		(void) settle_batch(q, QP_CHANGE_VIS_BATCH, &b, args[2]);
+		if (!b.done[0])
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("message " INT64_FORMAT " was deleted", id)));
+		SPI_finish();
+		PG_RETURN_VOID();
+	}
+
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum((int64) nonce);
-	args[2] = new_visible_at(fcinfo, 2, q);
 	rc = SPI_execute_plan(queue_plan(q, QP_CHANGE_VIS), args, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "queue change_visibility failed: %s", SPI_result_code_string(rc));

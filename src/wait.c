@@ -43,30 +43,19 @@ queue_wait_cv(int64 queue_id)
 	return &queue_shared->wait_cv[h % QUEUE_WAIT_SLOTS];
 }
 
-/* When the queue's next not-yet-visible message turns visible, or 0. */
+/*
+ * When the queue's next not-yet-visible message turns visible, or 0.  On a
+ * FIFO queue a group can open only when one of its messages turns visible,
+ * so this bounds its wait too (a wake-up that finds nothing sleeps again).
+ */
 static TimestampTz
 next_visible_at(QueueMeta *q, TimestampTz now)
 {
-	static const char *sql_fmt =
-		"SELECT visible_at FROM queue_data.q" INT64_FORMAT
-		" WHERE visible_at > $1 ORDER BY visible_at LIMIT 1";
-	SPIPlanPtr	plan = q->plans[QP_NEXT_VISIBLE];
 	Datum		arg = TimestampTzGetDatum(now);
 	bool		isnull;
 	int			rc;
 
-	if (plan == NULL)
-	{
-		Oid			argtypes[1] = {TIMESTAMPTZOID};
-		char	   *sql = psprintf(sql_fmt, q->id);
-
-		plan = SPI_prepare(sql, 1, argtypes);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-		q->plans[QP_NEXT_VISIBLE] = plan;
-	}
-	rc = SPI_execute_plan(plan, &arg, NULL, false, 1);
+	rc = SPI_execute_plan(queue_plan(q, QP_NEXT_VISIBLE), &arg, NULL, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "queue wait failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
