@@ -83,6 +83,14 @@ CREATE FUNCTION @extschema@._invalidate(relid oid)
 	RETURNS void LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'queue_invalidate_sql';
 COMMENT ON FUNCTION @extschema@._invalidate(oid) IS 'tell every backend to forget its cached metadata of the queue on this table';
 
+CREATE FUNCTION @extschema@._register()
+	RETURNS void LANGUAGE C AS 'MODULE_PATHNAME', 'queue_register_sql';
+COMMENT ON FUNCTION @extschema@._register() IS 'ask the launcher for a queue worker in this database';
+
+CREATE FUNCTION @extschema@._reset_counters(queue_id bigint)
+	RETURNS void LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'queue_reset_counters_sql';
+COMMENT ON FUNCTION @extschema@._reset_counters(bigint) IS 'zero the shared counters of a new queue id';
+
 CREATE FUNCTION @extschema@._preloaded()
 	RETURNS boolean LANGUAGE C AS 'MODULE_PATHNAME', 'queue_preloaded_sql';
 COMMENT ON FUNCTION @extschema@._preloaded() IS 'true when queue is in shared_preload_libraries';
@@ -90,6 +98,8 @@ COMMENT ON FUNCTION @extschema@._preloaded() IS 'true when queue is in shared_pr
 REVOKE ALL ON FUNCTION @extschema@._check_name(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@._invalidate(oid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@._preloaded() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._register() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._reset_counters(bigint) FROM PUBLIC;
 
 /* Check that an interval lies in [lo, hi]; 22004 / 22023 naming the argument. */
 CREATE FUNCTION @extschema@._check_interval(val interval, argname text, lo interval, hi interval)
@@ -378,6 +388,7 @@ BEGIN
 			'message groups of FIFO queue id ' || q.queue_id);
 	END IF;
 	UPDATE @extschema@._queues r SET msg_relid = tbl::regclass::oid WHERE r.queue_id = q.queue_id;
+	PERFORM @extschema@._reset_counters(q.queue_id);
 	RETURN q.queue_id;
 END
 $$;
@@ -645,6 +656,8 @@ COMMENT ON FUNCTION @extschema@.peek(text, integer) IS 'look at messages in deli
  * internal helpers were revoked from PUBLIC above; _depth and _counters stay
  * callable because queue.stats calls them as the reading role.
  */
+
+SELECT @extschema@._register();
 
 DO $$
 BEGIN

@@ -269,6 +269,13 @@ plan_text(const char *tmpl, int64 queue_id)
 	return buf.data;
 }
 
+/* The text of a hot-path statement, for the worker's occasional use. */
+char *
+queue_plan_text_of(QueuePlanKind kind, int64 queue_id)
+{
+	return plan_text(plan_specs[kind].sql, queue_id);
+}
+
 /* The kept plan of one statement of a queue, prepared on first use. */
 SPIPlanPtr
 queue_plan(QueueMeta *q, QueuePlanKind kind)

@@ -4,7 +4,8 @@
  *	  Module entry point: GUCs and, when preloaded, the shared memory hooks.
  *
  * Everything a SQL function needs works without preloading; preloading
- * adds the shared memory that holds the per-queue counters.
+ * adds the shared memory (counters, long-poll wake-ups) and the background
+ * workers.
  *
  *-------------------------------------------------------------------------
  */
@@ -44,6 +45,20 @@ _PG_init(void)
 							8192, 16, 1000000,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
+	DefineCustomBoolVariable("queue.worker_enabled",
+							 "Runs the queue background workers (sweeps of expired messages and ids).",
+							 NULL,
+							 &queue_worker_enabled,
+							 true,
+							 PGC_SIGHUP, 0,
+							 NULL, NULL, NULL);
+	DefineCustomIntVariable("queue.sweep_interval",
+							"Time between two passes of a database's queue worker.",
+							"Each pass sweeps only the queues in which something can have expired.",
+							&queue_sweep_interval,
+							1000, 10, 3600 * 1000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
 	MarkGUCPrefixReserved("queue");
 
 	queue_catalog_init();
@@ -52,6 +67,8 @@ _PG_init(void)
 	{
 		queue_preloaded = true;
 		queue_shmem_init();
+		queue_worker_register_launcher();
+		queue_utility_hook_init();
 	}
 }
 

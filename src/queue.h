@@ -126,6 +126,8 @@ extern bool queue_preloaded;
 /* stats.c: per-queue counters, flushed to shared memory at commit */
 extern void queue_count(int64 queue_id, int counter, int64 n);
 extern void queue_note_wakeup(int64 queue_id);
+extern void queue_rehome_counters(int n);
+extern void queue_reset_counters(int64 queue_id);
 
 #define QC_SENT			0
 #define QC_RECEIVED		1
@@ -137,6 +139,7 @@ extern void queue_note_wakeup(int64 queue_id);
 
 /* shmem.c */
 #include "storage/condition_variable.h"
+#include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "port/atomics.h"
 
@@ -149,10 +152,27 @@ typedef struct QueueCounterEntry
 	pg_atomic_uint64 c[QC_NUM];
 } QueueCounterEntry;
 
+/*
+ * One slot per database that has (or had) a queue worker: what the worker
+ * reports to the launcher, and what others ask of it.  Guarded by lock.
+ */
+#define QUEUE_MAX_DBS		128
+
+typedef struct QueueDbSlot
+{
+	Oid			dbid;			/* InvalidOid: free */
+	pid_t		pid;			/* its worker, 0 when none runs */
+	bool		no_extension;	/* the worker found no extension and left */
+	bool		wanted;			/* CREATE EXTENSION asked for a worker */
+	TimestampTz stop_requested; /* DROP DATABASE asked it to leave, or 0 */
+} QueueDbSlot;
+
 typedef struct QueueShared
 {
-	LWLock	   *lock;			/* guards inserting counter entries */
+	LWLock	   *lock;			/* guards counter inserts and db slots */
 	int			ncounters;		/* size of counters[] */
+	Latch	   *launcher_latch; /* set to make the launcher look now */
+	QueueDbSlot dbs[QUEUE_MAX_DBS];
 	ConditionVariable wait_cv[QUEUE_WAIT_SLOTS];
 	QueueCounterEntry counters[FLEXIBLE_ARRAY_MEMBER];
 } QueueShared;
@@ -160,6 +180,16 @@ typedef struct QueueShared
 extern QueueShared *queue_shared;
 extern int	queue_max_queues;
 extern void queue_shmem_init(void);
+extern QueueDbSlot *queue_db_slot(Oid dbid, bool create);
+
+/* worker.c */
+extern bool queue_worker_enabled;
+extern int	queue_sweep_interval;
+extern void queue_worker_register_launcher(void);
+extern void queue_utility_hook_init(void);
+
+/* plans.c */
+extern char *queue_plan_text_of(QueuePlanKind kind, int64 queue_id);
 
 /* wait.c */
 extern ConditionVariable *queue_wait_cv(int64 queue_id);

@@ -11,6 +11,8 @@
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
+#include "pgstat.h"
+#include "storage/fd.h"
 
 #include "queue.h"
 
@@ -18,7 +20,93 @@ QueueShared *queue_shared = NULL;
 int			queue_max_queues = 8192;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static void save_counters(int code, Datum arg);
+static void load_counters(void);
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+
+#define COUNTERS_FILE	PGSTAT_STAT_PERMANENT_DIRECTORY "/queue_counters.stat"
+#define COUNTERS_MAGIC	0x51554531	/* "QUE1" */
+
+typedef struct SavedCounter
+{
+	Oid			dbid;
+	int64		queue_id;
+	uint64		c[QC_NUM];
+} SavedCounter;
+
+/* Write the counters in use to COUNTERS_FILE (at postmaster shutdown). */
+static void
+save_counters(int code, Datum arg)
+{
+	FILE	   *f;
+	uint32		magic = COUNTERS_MAGIC;
+
+	if (code != 0 || queue_shared == NULL)
+		return;
+	f = AllocateFile(COUNTERS_FILE ".tmp", PG_BINARY_W);
+	if (f == NULL)
+		goto error;
+	if (fwrite(&magic, sizeof(magic), 1, f) != 1)
+		goto error;
+	for (int i = 0; i < queue_shared->ncounters; i++)
+	{
+		QueueCounterEntry *e = &queue_shared->counters[i];
+		SavedCounter sc;
+
+		if (e->dbid == InvalidOid)
+			continue;
+		sc.dbid = e->dbid;
+		sc.queue_id = e->queue_id;
+		for (int c = 0; c < QC_NUM; c++)
+			sc.c[c] = pg_atomic_read_u64(&e->c[c]);
+		if (fwrite(&sc, sizeof(sc), 1, f) != 1)
+			goto error;
+	}
+	if (FreeFile(f) != 0)
+	{
+		f = NULL;
+		goto error;
+	}
+	(void) durable_rename(COUNTERS_FILE ".tmp", COUNTERS_FILE, LOG);
+	return;
+
+error:
+	ereport(LOG,
+			(errcode_for_file_access(),
+			 errmsg("could not write file \"%s\": %m", COUNTERS_FILE ".tmp")));
+	if (f)
+		FreeFile(f);
+	unlink(COUNTERS_FILE ".tmp");
+}
+
+/* Read the counters saved at the last clean shutdown, then forget them. */
+static void
+load_counters(void)
+{
+	FILE	   *f = AllocateFile(COUNTERS_FILE, PG_BINARY_R);
+	uint32		magic;
+	SavedCounter sc;
+	int			n = 0;
+
+	if (f == NULL)
+		return;
+	if (fread(&magic, sizeof(magic), 1, f) == 1 && magic == COUNTERS_MAGIC)
+	{
+		while (n < queue_shared->ncounters && fread(&sc, sizeof(sc), 1, f) == 1)
+		{
+			QueueCounterEntry *e = &queue_shared->counters[n++];
+
+			/* Slots are found by probing from a hash: re-home below. */
+			e->dbid = sc.dbid;
+			e->queue_id = sc.queue_id;
+			for (int c = 0; c < QC_NUM; c++)
+				pg_atomic_write_u64(&e->c[c], sc.c[c]);
+		}
+	}
+	FreeFile(f);
+	unlink(COUNTERS_FILE);
+	queue_rehome_counters(n);
+}
 
 static Size
 shared_size(void)
@@ -50,6 +138,8 @@ queue_shmem_startup(void)
 	{
 		queue_shared->lock = &(GetNamedLWLockTranche("queue"))->lock;
 		queue_shared->ncounters = queue_max_queues;
+		queue_shared->launcher_latch = NULL;
+		memset(queue_shared->dbs, 0, sizeof(queue_shared->dbs));
 		for (int i = 0; i < QUEUE_WAIT_SLOTS; i++)
 			ConditionVariableInit(&queue_shared->wait_cv[i]);
 		for (int i = 0; i < queue_max_queues; i++)
@@ -61,6 +151,17 @@ queue_shmem_startup(void)
 		}
 	}
 	LWLockRelease(AddinShmemInitLock);
+
+	/*
+	 * The postmaster keeps the counters across a clean restart: it loads
+	 * them now and saves them when it shuts down.
+	 */
+	if (!IsUnderPostmaster)
+	{
+		if (!found)
+			load_counters();
+		on_shmem_exit(save_counters, (Datum) 0);
+	}
 }
 
 /* Called from _PG_init while preloading. */
@@ -71,4 +172,31 @@ queue_shmem_init(void)
 	shmem_request_hook = queue_shmem_request;
 	prev_shmem_startup_hook = shmem_startup_hook;
 	shmem_startup_hook = queue_shmem_startup;
+}
+
+/*
+ * The slot of a database, created if asked; NULL when full or absent.
+ * The caller holds queue_shared->lock (exclusive to create).
+ */
+QueueDbSlot *
+queue_db_slot(Oid dbid, bool create)
+{
+	QueueDbSlot *free_slot = NULL;
+
+	for (int i = 0; i < QUEUE_MAX_DBS; i++)
+	{
+		QueueDbSlot *s = &queue_shared->dbs[i];
+
+		if (s->dbid == dbid)
+			return s;
+		if (s->dbid == InvalidOid && free_slot == NULL)
+			free_slot = s;
+	}
+	if (create && free_slot != NULL)
+	{
+		memset(free_slot, 0, sizeof(*free_slot));
+		free_slot->dbid = dbid;
+		return free_slot;
+	}
+	return NULL;
 }

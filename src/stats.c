@@ -39,38 +39,85 @@ static int	npending = 0;
 static int	maxpending = 0;
 static bool callback_registered = false;
 
-/* The counter entry of a queue of this database, created on first use. */
+/*
+ * The counter entry of (dbid, queue_id) by linear probing from its hash,
+ * created if asked and there is room.  The caller holds the lock, or is the
+ * postmaster at startup.
+ */
 static QueueCounterEntry *
-counter_entry(int64 queue_id, bool create)
+counter_probe(Oid dbid, int64 queue_id, bool create)
 {
 	QueueShared *sh = queue_shared;
-	uint32		start = (uint32) (hash_bytes_uint32((uint32) queue_id) ^ MyDatabaseId) %
-		sh->ncounters;
-	QueueCounterEntry *found = NULL;
+	uint32		start = (hash_bytes_uint32((uint32) queue_id) ^ dbid) % sh->ncounters;
 
-	LWLockAcquire(sh->lock, create ? LW_EXCLUSIVE : LW_SHARED);
 	for (int i = 0; i < sh->ncounters; i++)
 	{
 		QueueCounterEntry *e = &sh->counters[(start + i) % sh->ncounters];
 
-		if (e->dbid == MyDatabaseId && e->queue_id == queue_id)
-		{
-			found = e;
-			break;
-		}
+		if (e->dbid == dbid && e->queue_id == queue_id)
+			return e;
 		if (e->dbid == InvalidOid)
 		{
-			if (create)
-			{
-				e->queue_id = queue_id;
-				e->dbid = MyDatabaseId;
-				found = e;
-			}
-			break;
+			if (!create)
+				return NULL;
+			e->queue_id = queue_id;
+			e->dbid = dbid;
+			return e;
 		}
 	}
-	LWLockRelease(sh->lock);
+	return NULL;
+}
+
+/* The counter entry of a queue of this database, created on first use. */
+static QueueCounterEntry *
+counter_entry(int64 queue_id, bool create)
+{
+	QueueCounterEntry *found;
+
+	LWLockAcquire(queue_shared->lock, create ? LW_EXCLUSIVE : LW_SHARED);
+	found = counter_probe(MyDatabaseId, queue_id, create);
+	LWLockRelease(queue_shared->lock);
 	return found;
+}
+
+/*
+ * Counters loaded from disk sit in slots 0..n-1; move each to where probing
+ * finds it.  Runs in the postmaster before anyone else looks.
+ */
+void
+queue_rehome_counters(int n)
+{
+	QueueCounterEntry *saved = palloc(Max(n, 1) * sizeof(QueueCounterEntry));
+
+	memcpy(saved, queue_shared->counters, n * sizeof(QueueCounterEntry));
+	for (int i = 0; i < n; i++)
+		queue_shared->counters[i].dbid = InvalidOid;
+	for (int i = 0; i < n; i++)
+	{
+		QueueCounterEntry *e = counter_probe(saved[i].dbid, saved[i].queue_id, true);
+
+		if (e != NULL)
+			for (int c = 0; c < QC_NUM; c++)
+				pg_atomic_write_u64(&e->c[c], pg_atomic_read_u64(&saved[i].c[c]));
+	}
+	pfree(saved);
+}
+
+/*
+ * A queue id is new (queue.create): zero any counters left by an earlier
+ * queue of that id (ids restart when the extension is created again).
+ */
+void
+queue_reset_counters(int64 queue_id)
+{
+	QueueCounterEntry *e;
+
+	if (queue_shared == NULL)
+		return;
+	e = counter_entry(queue_id, false);
+	if (e != NULL)
+		for (int c = 0; c < QC_NUM; c++)
+			pg_atomic_write_u64(&e->c[c], 0);
 }
 
 static void

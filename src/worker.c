@@ -1,0 +1,745 @@
+/*-------------------------------------------------------------------------
+ *
+ * worker.c
+ *	  The background workers: a launcher, and one worker per database that
+ *	  has the extension, which sweeps what time alone cannot.
+ *
+ * The launcher (started at server start, after recovery: never on a hot
+ * standby) lists the databases every QUEUE_LAUNCHER_NAP_MS and starts a
+ * worker in each new one.  A worker that finds no extension says so in its
+ * database slot and leaves; the launcher then leaves that database alone
+ * until CREATE EXTENSION asks for a worker (queue._register), which also
+ * wakes the launcher at once.  A worker that stops for any other reason is
+ * started again.  DROP DATABASE (and CREATE DATABASE from a template that
+ * has a worker) first asks the database's worker to leave, so it never
+ * holds up the command.
+ *
+ * The worker sweeps each queue in short transactions of at most
+ * SWEEP_BATCH rows that skip locked rows, so it never waits on senders or
+ * receivers: messages past retention, deduplication ids past their window,
+ * receive attempts past theirs.  Correctness never waits for it (every
+ * read filters by time); it keeps tables small.  A queue is swept again
+ * only when something in it can have expired, so idle queues cost nothing.
+ * Long-pollers need no wake-up from it: a waiting receive sleeps no longer
+ * than until the next message of its queue turns visible (wait.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/htup_details.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/pg_database.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "commands/defrem.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/proc.h"
+#include "tcop/utility.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "queue.h"
+
+PGDLLEXPORT void queue_launcher_main(Datum arg);
+PGDLLEXPORT void queue_worker_main(Datum arg);
+
+PG_FUNCTION_INFO_V1(queue_register_sql);
+PG_FUNCTION_INFO_V1(queue_reset_counters_sql);
+
+bool		queue_worker_enabled = true;
+int			queue_sweep_interval = 1000;	/* ms */
+
+#define QUEUE_LAUNCHER_NAP_MS	2000
+#define QUEUE_RESTART_DELAY_MS	1000
+#define QUEUE_STOP_GRACE_MS		10000
+#define SWEEP_BATCH				1000
+#define SWEEP_ROUNDS			10		/* batches per queue per pass */
+#define ATTEMPT_WINDOW			(5 * USECS_PER_MINUTE)
+
+static ProcessUtility_hook_type prev_utility_hook = NULL;
+
+/* ------------------------------------------------------------------------
+ * Launcher
+ * ------------------------------------------------------------------------
+ */
+
+typedef struct LaunchedDb
+{
+	Oid			dbid;
+	BackgroundWorkerHandle *handle;
+	bool		no_extension;
+	TimestampTz retry_at;
+	bool		seen;			/* still in pg_database this pass */
+} LaunchedDb;
+
+void
+queue_worker_register_launcher(void)
+{
+	BackgroundWorker bgw;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = 5;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "queue");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "queue_launcher_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "queue launcher");
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "queue launcher");
+	RegisterBackgroundWorker(&bgw);
+}
+
+static bool
+start_worker(LaunchedDb *d)
+{
+	BackgroundWorker bgw;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "queue");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "queue_worker_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "queue worker for database %u", d->dbid);
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "queue worker");
+	bgw.bgw_main_arg = ObjectIdGetDatum(d->dbid);
+	bgw.bgw_notify_pid = MyProcPid;
+
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	{
+		QueueDbSlot *s = queue_db_slot(d->dbid, true);
+
+		if (s != NULL)
+		{
+			s->no_extension = false;
+			s->wanted = false;
+		}
+	}
+	LWLockRelease(queue_shared->lock);
+
+	if (!RegisterDynamicBackgroundWorker(&bgw, &d->handle))
+	{
+		d->handle = NULL;
+		d->retry_at = GetCurrentTimestamp() + QUEUE_RESTART_DELAY_MS * 1000;
+		return false;
+	}
+	d->no_extension = false;
+	return true;
+}
+
+/* The databases a worker may connect to: allowing connections, no templates. */
+static void
+scan_databases(HTAB *dbs)
+{
+	Relation	rel;
+	SysScanDesc scan;
+	HeapTuple	tup;
+
+	StartTransactionCommand();
+	(void) GetTransactionSnapshot();
+	rel = table_open(DatabaseRelationId, AccessShareLock);
+	scan = systable_beginscan(rel, InvalidOid, false, NULL, 0, NULL);
+	while (HeapTupleIsValid(tup = systable_getnext(scan)))
+	{
+		Form_pg_database db = (Form_pg_database) GETSTRUCT(tup);
+		LaunchedDb *d;
+		bool		found;
+
+		if (!db->datallowconn || db->datistemplate)
+			continue;
+		d = hash_search(dbs, &db->oid, HASH_ENTER, &found);
+		if (!found)
+		{
+			d->handle = NULL;
+			d->no_extension = false;
+			d->retry_at = 0;
+		}
+		d->seen = true;
+	}
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	CommitTransactionCommand();
+}
+
+/* One look at every database: start, restart or forget its worker. */
+static void
+launcher_pass(HTAB *dbs)
+{
+	HASH_SEQ_STATUS status;
+	LaunchedDb *d;
+	TimestampTz now = GetCurrentTimestamp();
+
+	hash_seq_init(&status, dbs);
+	while ((d = hash_seq_search(&status)) != NULL)
+		d->seen = false;
+	scan_databases(dbs);
+
+	hash_seq_init(&status, dbs);
+	while ((d = hash_seq_search(&status)) != NULL)
+	{
+		bool		wanted = false;
+		TimestampTz stop_requested = 0;
+		pid_t		pid;
+
+		LWLockAcquire(queue_shared->lock, LW_SHARED);
+		{
+			QueueDbSlot *s = queue_db_slot(d->dbid, false);
+
+			if (s != NULL)
+			{
+				wanted = s->wanted;
+				stop_requested = s->stop_requested;
+				if (d->handle != NULL && s->no_extension)
+					d->no_extension = true;
+			}
+		}
+		LWLockRelease(queue_shared->lock);
+
+		/* A worker that stopped: gone for good if it found no extension. */
+		if (d->handle != NULL &&
+			GetBackgroundWorkerPid(d->handle, &pid) == BGWH_STOPPED)
+		{
+			pfree(d->handle);
+			d->handle = NULL;
+			d->retry_at = now + QUEUE_RESTART_DELAY_MS * 1000;
+		}
+
+		if (!d->seen || !queue_worker_enabled)
+		{
+			if (d->handle != NULL)
+				TerminateBackgroundWorker(d->handle);
+			if (!d->seen && d->handle == NULL)
+			{
+				LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+				{
+					QueueDbSlot *s = queue_db_slot(d->dbid, false);
+
+					if (s != NULL)
+						s->dbid = InvalidOid;
+				}
+				LWLockRelease(queue_shared->lock);
+				hash_search(dbs, &d->dbid, HASH_REMOVE, NULL);
+			}
+			continue;
+		}
+		if (d->handle != NULL)
+			continue;
+		if (stop_requested != 0 && now < stop_requested + QUEUE_STOP_GRACE_MS * 1000)
+			continue;
+		if (d->no_extension && !wanted)
+			continue;
+		if (now < d->retry_at && !wanted)
+			continue;
+		(void) start_worker(d);
+	}
+}
+
+void
+queue_launcher_main(Datum arg)
+{
+	HASHCTL		ctl;
+	HTAB	   *dbs;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	pgstat_report_appname("queue launcher");
+
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(LaunchedDb);
+	dbs = hash_create("queue launcher databases", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	queue_shared->launcher_latch = MyLatch;
+	LWLockRelease(queue_shared->lock);
+
+	for (;;)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		launcher_pass(dbs);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 QUEUE_LAUNCHER_NAP_MS, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
+
+/* queue._register(): CREATE EXTENSION asks for this database's worker. */
+Datum
+queue_register_sql(PG_FUNCTION_ARGS)
+{
+	if (queue_shared == NULL)
+		PG_RETURN_VOID();
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	{
+		QueueDbSlot *s = queue_db_slot(MyDatabaseId, true);
+
+		if (s != NULL)
+			s->wanted = true;
+	}
+	if (queue_shared->launcher_latch != NULL)
+		SetLatch(queue_shared->launcher_latch);
+	LWLockRelease(queue_shared->lock);
+	PG_RETURN_VOID();
+}
+
+/* queue._reset_counters(queue_id), for queue.create. */
+Datum
+queue_reset_counters_sql(PG_FUNCTION_ARGS)
+{
+	queue_reset_counters(PG_GETARG_INT64(0));
+	PG_RETURN_VOID();
+}
+
+/* ------------------------------------------------------------------------
+ * DROP DATABASE: make the database's worker leave first
+ * ------------------------------------------------------------------------
+ */
+
+static void
+stop_worker_of(const char *dbname)
+{
+	Oid			dbid = get_database_oid(dbname, true);
+	pid_t		pid = 0;
+
+	if (!OidIsValid(dbid) || queue_shared == NULL)
+		return;
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	{
+		QueueDbSlot *s = queue_db_slot(dbid, false);
+
+		if (s != NULL)
+		{
+			s->stop_requested = GetCurrentTimestamp();
+			pid = s->pid;
+		}
+	}
+	LWLockRelease(queue_shared->lock);
+
+	/*
+	 * The command itself then waits (up to 5 s) for the database's other
+	 * sessions to go; the worker leaves at once on SIGTERM.
+	 */
+	if (pid != 0)
+		kill(pid, SIGTERM);
+}
+
+static void
+queue_utility_hook(PlannedStmt *pstmt, const char *queryString,
+				   bool readOnlyTree, ProcessUtilityContext context,
+				   ParamListInfo params, QueryEnvironment *queryEnv,
+				   DestReceiver *dest, QueryCompletion *qc)
+{
+	Node	   *stmt = pstmt->utilityStmt;
+
+	if (IsA(stmt, DropdbStmt))
+		stop_worker_of(((DropdbStmt *) stmt)->dbname);
+	else if (IsA(stmt, CreatedbStmt))
+	{
+		ListCell   *lc;
+
+		foreach(lc, ((CreatedbStmt *) stmt)->options)
+		{
+			DefElem    *opt = lfirst(lc);
+
+			if (strcmp(opt->defname, "template") == 0 && opt->arg != NULL)
+				stop_worker_of(defGetString(opt));
+		}
+	}
+	else if (IsA(stmt, RenameStmt) &&
+			 ((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
+		stop_worker_of(((RenameStmt *) stmt)->subname);
+
+	if (prev_utility_hook)
+		prev_utility_hook(pstmt, queryString, readOnlyTree, context, params,
+						  queryEnv, dest, qc);
+	else
+		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
+								params, queryEnv, dest, qc);
+}
+
+void
+queue_utility_hook_init(void)
+{
+	prev_utility_hook = ProcessUtility_hook;
+	ProcessUtility_hook = queue_utility_hook;
+}
+
+/* ------------------------------------------------------------------------
+ * Worker: sweeps
+ * ------------------------------------------------------------------------
+ */
+
+typedef struct SweptQueue
+{
+	int64		queue_id;		/* hash key */
+	TimestampTz next_due;		/* nothing can expire before this */
+	bool		seen;
+} SweptQueue;
+
+/* Run one sweep statement; returns rows affected (or the first column). */
+static uint64
+sweep_exec(const char *sql, int nargs, Oid *types, Datum *values)
+{
+	int			rc = SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0);
+
+	if (rc < 0)
+		elog(ERROR, "queue sweep failed: %s", SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+/*
+ * An optional timestamp from the first column of a one-row query taking an
+ * interval of usecs microseconds as $1.
+ */
+static TimestampTz
+sweep_time(const char *sql, int64 usecs)
+{
+	Oid			type = INTERVALOID;
+	Interval	iv = {0};
+	Datum		arg = IntervalPGetDatum(&iv);
+	bool		isnull;
+	Datum		d;
+
+	iv.time = usecs;
+	if (SPI_execute_with_args(sql, 1, &type, &arg, NULL, true, 1) != SPI_OK_SELECT ||
+		SPI_processed == 0)
+		return 0;
+	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	return isnull ? 0 : DatumGetTimestampTz(d);
+}
+
+/*
+ * Delete expired messages of a queue, oldest first: at most SWEEP_BATCH of
+ * the oldest ids are looked at, so a queue with nothing expired costs one
+ * short index scan.  On a FIFO queue the groups are locked (skipping any
+ * that someone holds) and refreshed, as any change to a group's messages
+ * must.  Returns the number deleted.
+ */
+static uint64
+sweep_expired(int64 id, bool fifo, TimestampTz cutoff)
+{
+	Oid			types[2] = {TIMESTAMPTZOID, TEXTARRAYOID};
+	Datum		values[2];
+	uint64		n;
+
+	values[0] = TimestampTzGetDatum(cutoff);
+	if (!fifo)
+		return sweep_exec(psprintf(
+			"DELETE FROM queue_data.q" INT64_FORMAT " WHERE message_id = ANY (ARRAY("
+			" SELECT message_id FROM queue_data.q" INT64_FORMAT
+			" WHERE message_id IN (SELECT message_id FROM queue_data.q" INT64_FORMAT
+			"  ORDER BY message_id LIMIT %d) AND sent_at <= $1"
+			" FOR UPDATE SKIP LOCKED))", id, id, id, SWEEP_BATCH),
+						  1, types, values);
+
+	/* FIFO: lock the groups of the expired messages, then delete. */
+	n = sweep_exec(psprintf(
+		"SELECT g.message_group_id FROM queue_data.g" INT64_FORMAT " g"
+		" WHERE g.message_group_id IN (SELECT message_group_id FROM"
+		"  (SELECT message_group_id, sent_at FROM queue_data.q" INT64_FORMAT
+		"   ORDER BY message_id LIMIT %d) s WHERE sent_at <= $1)"
+		" ORDER BY 1 FOR UPDATE SKIP LOCKED", id, id, SWEEP_BATCH),
+				   1, types, values);
+	if (n == 0)
+		return 0;
+	{
+		Datum	   *groups = palloc(n * sizeof(Datum));
+		uint64		deleted;
+		char	   *refresh;
+		Datum		rvalues[2];
+		Oid			rtypes[2] = {TEXTARRAYOID, TIMESTAMPTZOID};
+
+		for (uint64 r = 0; r < n; r++)
+		{
+			bool		isnull;
+
+			groups[r] = PointerGetDatum(PG_DETOAST_DATUM_COPY(
+				SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull)));
+		}
+		values[1] = queue_text_array((int) n, groups, NULL);
+		deleted = sweep_exec(psprintf(
+			"DELETE FROM queue_data.q" INT64_FORMAT
+			" WHERE message_group_id = ANY ($2) AND sent_at <= $1"
+			" AND message_id IN (SELECT message_id FROM queue_data.q" INT64_FORMAT
+			"  ORDER BY message_id LIMIT %d)", id, id, SWEEP_BATCH),
+							 2, types, values);
+		refresh = queue_plan_text_of(QP_GROUP_REFRESH, id);
+		rvalues[0] = values[1];
+		rvalues[1] = TimestampTzGetDatum(GetCurrentTimestamp());
+		(void) sweep_exec(refresh, 2, rtypes, rvalues);
+		return deleted;
+	}
+}
+
+/* Forget deduplication ids and receive attempts past their windows. */
+static uint64
+sweep_windows(int64 id, TimestampTz dedup_cutoff, TimestampTz attempt_cutoff)
+{
+	Oid			types[1] = {TIMESTAMPTZOID};
+	Datum		values[1];
+	uint64		n;
+
+	values[0] = TimestampTzGetDatum(dedup_cutoff);
+	n = sweep_exec(psprintf(
+		"DELETE FROM queue_data.d" INT64_FORMAT " WHERE ctid = ANY (ARRAY("
+		" SELECT ctid FROM queue_data.d" INT64_FORMAT " WHERE accepted_at <= $1"
+		" ORDER BY accepted_at LIMIT %d FOR UPDATE SKIP LOCKED))", id, id, SWEEP_BATCH),
+				   1, types, values);
+	values[0] = TimestampTzGetDatum(attempt_cutoff);
+	n += sweep_exec(psprintf(
+		"DELETE FROM queue_data.a" INT64_FORMAT " WHERE ctid = ANY (ARRAY("
+		" SELECT ctid FROM queue_data.a" INT64_FORMAT " WHERE received_at <= $1"
+		" LIMIT %d FOR UPDATE SKIP LOCKED))", id, id, SWEEP_BATCH),
+					1, types, values);
+	return n;
+}
+
+/*
+ * When the next thing in a queue can expire: its oldest message, oldest
+ * deduplication id or oldest receive attempt reaching its window.  With
+ * nothing there, anything sent from now on expires no sooner than the
+ * shortest window from now.
+ */
+static TimestampTz
+sweep_next_due(int64 id, int64 retention, int64 dedup_window, TimestampTz now)
+{
+	TimestampTz due = now + Min(Min(retention, dedup_window), ATTEMPT_WINDOW);
+	TimestampTz t;
+
+	t = sweep_time(psprintf("SELECT min(sent_at) + $1 FROM (SELECT sent_at FROM queue_data.q"
+							INT64_FORMAT " ORDER BY message_id LIMIT %d) s",
+							id, SWEEP_BATCH),
+				   retention);
+	if (t != 0 && t < due)
+		due = t;
+	t = sweep_time(psprintf("SELECT min(accepted_at) + $1 FROM queue_data.d" INT64_FORMAT, id),
+				   dedup_window);
+	if (t != 0 && t < due)
+		due = t;
+	t = sweep_time(psprintf("SELECT min(received_at) + $1 FROM queue_data.a" INT64_FORMAT, id),
+				   ATTEMPT_WINDOW);
+	if (t != 0 && t < due)
+		due = t;
+	return due;
+}
+
+typedef struct QueueRow
+{
+	int64		id;
+	bool		fifo;
+	int64		retention;
+	int64		dedup_window;
+} QueueRow;
+
+/* The queues of this database (empty if the extension is gone). */
+static List *
+list_queues(bool *extension_exists)
+{
+	List	   *queues = NIL;
+	MemoryContext outer = CurrentMemoryContext;
+
+	StartTransactionCommand();
+	*extension_exists = OidIsValid(get_extension_oid("queue", true));
+	if (*extension_exists)
+	{
+		SPI_connect();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		if (SPI_execute("SELECT queue_id, fifo,"
+						" (extract(epoch FROM retention) * 1000000)::int8,"
+						" (extract(epoch FROM deduplication_window) * 1000000)::int8"
+						" FROM queue._queues ORDER BY queue_id", true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not list queues");
+		for (uint64 r = 0; r < SPI_processed; r++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[r];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			MemoryContext old = MemoryContextSwitchTo(outer);
+			QueueRow   *q = palloc(sizeof(QueueRow));
+
+			q->id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+			q->fifo = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
+			q->retention = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+			q->dedup_window = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+			queues = lappend(queues, q);
+			MemoryContextSwitchTo(old);
+		}
+		PopActiveSnapshot();
+		SPI_finish();
+	}
+	CommitTransactionCommand();
+	return queues;
+}
+
+/*
+ * Sweep one queue: up to SWEEP_ROUNDS short transactions, then note when
+ * it is next due.  An error (say, the queue was dropped meanwhile) is
+ * logged and the queue retried on a later pass.
+ */
+static void
+sweep_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
+{
+	PG_TRY();
+	{
+		for (int round = 0; round < SWEEP_ROUNDS; round++)
+		{
+			TimestampTz now;
+			uint64		expired;
+			uint64		forgotten;
+
+			StartTransactionCommand();
+			SPI_connect();
+			PushActiveSnapshot(GetTransactionSnapshot());
+			now = GetCurrentTimestamp();
+			expired = sweep_expired(q->id, q->fifo, now - q->retention);
+			forgotten = sweep_windows(q->id, now - q->dedup_window, now - ATTEMPT_WINDOW);
+			if (expired > 0)
+				queue_count(q->id, QC_EXPIRED, (int64) expired);
+			if (expired < SWEEP_BATCH && forgotten < SWEEP_BATCH)
+				sq->next_due = sweep_next_due(q->id, q->retention, q->dedup_window, now);
+			PopActiveSnapshot();
+			SPI_finish();
+			CommitTransactionCommand();
+			MemoryContextReset(cxt);
+			if (expired < SWEEP_BATCH && forgotten < SWEEP_BATCH)
+				break;
+			CHECK_FOR_INTERRUPTS();
+		}
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		MemoryContextReset(cxt);
+		sq->next_due = GetCurrentTimestamp() + 10 * USECS_PER_SEC;
+	}
+	PG_END_TRY();
+}
+
+void
+queue_worker_main(Datum arg)
+{
+	Oid			dbid = DatumGetObjectId(arg);
+	HASHCTL		ctl;
+	HTAB	   *swept;
+	MemoryContext pass_cxt;
+	MemoryContext sweep_cxt;
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
+	pgstat_report_appname("queue worker");
+
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	{
+		QueueDbSlot *s = queue_db_slot(dbid, true);
+
+		if (s != NULL)
+		{
+			s->pid = MyProcPid;
+			s->no_extension = false;
+		}
+	}
+	LWLockRelease(queue_shared->lock);
+
+	ctl.keysize = sizeof(int64);
+	ctl.entrysize = sizeof(SweptQueue);
+	swept = hash_create("queue sweep schedule", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+	pass_cxt = AllocSetContextCreate(TopMemoryContext, "queue worker pass",
+									 ALLOCSET_DEFAULT_SIZES);
+	sweep_cxt = AllocSetContextCreate(TopMemoryContext, "queue worker sweep",
+									  ALLOCSET_DEFAULT_SIZES);
+
+	for (;;)
+	{
+		bool		exists;
+		List	   *queues;
+		ListCell   *lc;
+		HASH_SEQ_STATUS status;
+		SweptQueue *sq;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			/* A reload also makes every queue due: an admin's "sweep now". */
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+			hash_seq_init(&status, swept);
+			while ((sq = hash_seq_search(&status)) != NULL)
+				sq->next_due = 0;
+		}
+		if (!queue_worker_enabled)
+			proc_exit(0);
+
+		MemoryContextSwitchTo(pass_cxt);
+		queues = list_queues(&exists);
+		if (!exists)
+		{
+			LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+			{
+				QueueDbSlot *s = queue_db_slot(dbid, false);
+
+				if (s != NULL)
+				{
+					s->no_extension = true;
+					s->pid = 0;
+				}
+			}
+			LWLockRelease(queue_shared->lock);
+			proc_exit(0);
+		}
+
+		hash_seq_init(&status, swept);
+		while ((sq = hash_seq_search(&status)) != NULL)
+			sq->seen = false;
+		foreach(lc, queues)
+		{
+			QueueRow   *q = lfirst(lc);
+			bool		found;
+
+			sq = hash_search(swept, &q->id, HASH_ENTER, &found);
+			if (!found)
+				sq->next_due = 0;
+			sq->seen = true;
+			if (GetCurrentTimestamp() >= sq->next_due)
+			{
+				MemoryContextSwitchTo(sweep_cxt);
+				sweep_queue(q, sq, sweep_cxt);
+				MemoryContextSwitchTo(pass_cxt);
+			}
+		}
+		/* Forget dropped queues. */
+		hash_seq_init(&status, swept);
+		while ((sq = hash_seq_search(&status)) != NULL)
+			if (!sq->seen)
+				hash_search(swept, &sq->queue_id, HASH_REMOVE, NULL);
+		MemoryContextSwitchTo(TopMemoryContext);
+		MemoryContextReset(pass_cxt);
+		pgstat_report_stat(true);
+
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 queue_sweep_interval, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+	}
+}
