@@ -195,13 +195,19 @@ $$;
 REVOKE ALL ON FUNCTION @extschema@._lookup(text, boolean) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@._lookup(text, boolean) IS 'registry row of a queue by name';
 
-/* Resolve a dead-letter queue name to its id, with the type rule. */
-CREATE FUNCTION @extschema@._dead_letter_id(dlq_name text, fifo boolean, self_id bigint)
+/*
+ * Resolve a dead-letter queue name to its id, with its rules: it exists, is
+ * of the source's type, is not the source, lets the source in by its
+ * redrive_allow, and does not lead back to the source (no cycles).
+ */
+CREATE FUNCTION @extschema@._dead_letter_id(dlq_name text, fifo boolean, self_id bigint, self_name text)
 	RETURNS bigint LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp AS $$
 #variable_conflict use_variable
 DECLARE
 	d @extschema@._queues;
+	hop bigint;
+	hops integer := 0;
 BEGIN
 	IF dlq_name IS NULL THEN
 		RETURN NULL;
@@ -218,11 +224,25 @@ BEGIN
 		RAISE EXCEPTION 'argument "dead_letter_queue" must be a % queue like its source', CASE WHEN fifo THEN 'FIFO' ELSE 'standard' END
 			USING ERRCODE = '22023';
 	END IF;
+	IF d.redrive_allow IS NOT NULL AND NOT self_name = ANY (d.redrive_allow) THEN
+		RAISE EXCEPTION 'argument "dead_letter_queue": queue "%" does not allow "%" as a source', dlq_name, self_name
+			USING ERRCODE = '22023',
+			HINT = 'Add the source to the dead-letter queue''s redrive_allow.';
+	END IF;
+	hop := d.dead_letter_queue;
+	WHILE hop IS NOT NULL LOOP
+		IF hop = self_id OR hops > 1000 THEN
+			RAISE EXCEPTION 'argument "dead_letter_queue": "%" leads back to "%"', dlq_name, self_name
+				USING ERRCODE = '22023', DETAIL = 'Dead-letter queues may not form a cycle.';
+		END IF;
+		SELECT r.dead_letter_queue INTO hop FROM @extschema@._queues r WHERE r.queue_id = hop;
+		hops := hops + 1;
+	END LOOP;
 	RETURN d.queue_id;
 END
 $$;
-REVOKE ALL ON FUNCTION @extschema@._dead_letter_id(text, boolean, bigint) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@._dead_letter_id(text, boolean, bigint) IS 'id of a dead-letter queue, checked';
+REVOKE ALL ON FUNCTION @extschema@._dead_letter_id(text, boolean, bigint, text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._dead_letter_id(text, boolean, bigint, text) IS 'id of a dead-letter queue, checked';
 
 /* ---------------------------------------------------------------------
  * Queues
@@ -269,7 +289,7 @@ BEGIN
 		RAISE EXCEPTION 'arguments "dead_letter_queue" and "max_receive_count" go together'
 			USING ERRCODE = '22023';
 	END IF;
-	q.dead_letter_queue := @extschema@._dead_letter_id(dead_letter_queue, fifo, NULL);
+	q.dead_letter_queue := @extschema@._dead_letter_id(dead_letter_queue, fifo, NULL, queue_name);
 
 	/* Serialise creators of one name, so "idempotent" holds under races. */
 	PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('queue.create:' || queue_name));
@@ -320,6 +340,7 @@ BEGIN
 			message_group_id text,
 			deduplication_id text,
 			attributes jsonb,
+			source_queue_id bigint,
 			body text NOT NULL,
 			CONSTRAINT q%2$s_pkey PRIMARY KEY (message_id)
 		) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01,
@@ -428,8 +449,12 @@ BEGIN
 	q.redrive_allow := coalesce(redrive_allow, q.redrive_allow);
 	q.tags := coalesce(tags, q.tags);
 	PERFORM @extschema@._check_attributes(q);
-	IF dead_letter_queue IS NOT NULL THEN
-		q.dead_letter_queue := @extschema@._dead_letter_id(dead_letter_queue, q.fifo, q.queue_id);
+	/* dead_letter_queue => '' removes the dead-letter queue. */
+	IF dead_letter_queue = '' THEN
+		q.dead_letter_queue := NULL;
+		q.max_receive_count := NULL;
+	ELSIF dead_letter_queue IS NOT NULL THEN
+		q.dead_letter_queue := @extschema@._dead_letter_id(dead_letter_queue, q.fifo, q.queue_id, q.queue_name);
 	END IF;
 	IF (q.dead_letter_queue IS NULL) <> (q.max_receive_count IS NULL) THEN
 		RAISE EXCEPTION 'arguments "dead_letter_queue" and "max_receive_count" go together'
@@ -449,7 +474,7 @@ $$;
 COMMENT ON FUNCTION @extschema@.alter(text, interval, interval, interval, integer, interval, boolean, interval, text, text, integer, text[], jsonb)
 	IS 'change attributes of a queue (null leaves one unchanged)';
 
-CREATE FUNCTION @extschema@.drop(queue_name text, if_exists boolean DEFAULT false)
+CREATE FUNCTION @extschema@.drop(queue_name text, if_exists boolean DEFAULT false, force boolean DEFAULT false)
 	RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp AS $$
 #variable_conflict use_variable
@@ -458,6 +483,9 @@ DECLARE
 BEGIN
 	IF if_exists IS NULL THEN
 		RAISE EXCEPTION 'argument "if_exists" must not be null' USING ERRCODE = '22004';
+	END IF;
+	IF force IS NULL THEN
+		RAISE EXCEPTION 'argument "force" must not be null' USING ERRCODE = '22004';
 	END IF;
 	PERFORM @extschema@._check_name(queue_name, 'queue_name');
 	SELECT * INTO q FROM @extschema@._queues r WHERE r.queue_name = queue_name FOR UPDATE;
@@ -468,11 +496,18 @@ BEGIN
 		RAISE EXCEPTION 'queue "%" does not exist', queue_name USING ERRCODE = '42704';
 	END IF;
 	IF EXISTS (SELECT 1 FROM @extschema@._queues r WHERE r.dead_letter_queue = q.queue_id) THEN
-		RAISE EXCEPTION 'queue "%" is the dead-letter queue of other queues', queue_name
-			USING ERRCODE = '2BP01',
-			DETAIL = (SELECT 'Used by: ' || pg_catalog.string_agg(r.queue_name, ', ' ORDER BY r.queue_name)
-					  FROM @extschema@._queues r WHERE r.dead_letter_queue = q.queue_id) || '.',
-			HINT = 'Alter those queues first.';
+		IF NOT force THEN
+			RAISE EXCEPTION 'queue "%" is the dead-letter queue of other queues', queue_name
+				USING ERRCODE = '2BP01',
+				DETAIL = (SELECT 'Used by: ' || pg_catalog.string_agg(r.queue_name, ', ' ORDER BY r.queue_name)
+						  FROM @extschema@._queues r WHERE r.dead_letter_queue = q.queue_id) || '.',
+				HINT = 'Drop it with force => true, or alter those queues with dead_letter_queue => ''''.';
+		END IF;
+		/* Forced: the sources lose their dead-letter queue. */
+		PERFORM @extschema@._invalidate(r.msg_relid)
+		FROM @extschema@._queues r WHERE r.dead_letter_queue = q.queue_id;
+		UPDATE @extschema@._queues r SET dead_letter_queue = NULL, max_receive_count = NULL
+		WHERE r.dead_letter_queue = q.queue_id;
 	END IF;
 	EXECUTE pg_catalog.format('DROP TABLE queue_data.q%1$s, queue_data.d%1$s, queue_data.a%1$s', q.queue_id);
 	IF q.fifo THEN
@@ -482,7 +517,7 @@ BEGIN
 	RETURN true;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.drop(text, boolean) IS 'drop a queue and its messages';
+COMMENT ON FUNCTION @extschema@.drop(text, boolean, boolean) IS 'drop a queue and its messages (force: even if it is a dead-letter queue)';
 
 CREATE FUNCTION @extschema@.purge(queue_name text)
 	RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER
@@ -643,6 +678,13 @@ CREATE FUNCTION @extschema@.change_visibility_batch(queue_name text, receipts te
 	LANGUAGE C SECURITY DEFINER SET search_path = pg_catalog, pg_temp
 	AS 'MODULE_PATHNAME', 'queue_change_visibility_batch';
 COMMENT ON FUNCTION @extschema@.change_visibility_batch(text, text[], interval) IS 'change_visibility for many receipts, all or none';
+
+CREATE FUNCTION @extschema@.redrive(source_queue text, destination_queue text DEFAULT NULL,
+	max_messages bigint DEFAULT NULL)
+	RETURNS bigint
+	LANGUAGE C SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+	AS 'MODULE_PATHNAME', 'queue_redrive';
+COMMENT ON FUNCTION @extschema@.redrive(text, text, bigint) IS 'move dead letters back to the queue each came from (or to destination_queue)';
 
 CREATE FUNCTION @extschema@.peek(queue_name text, max_messages integer DEFAULT 10)
 	RETURNS SETOF @extschema@.message

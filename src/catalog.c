@@ -156,8 +156,11 @@ load_entry(CacheEntry *e, text *name)
 		plan = SPI_prepare("SELECT queue_id, msg_relid, fifo, visibility_timeout,"
 						   " delay, retention, max_message_size, receive_wait,"
 						   " content_based_deduplication, deduplication_window,"
-						   " deduplication_scope = 'message_group'"
-						   " FROM queue._queues WHERE queue_name = $1",
+						   " deduplication_scope = 'message_group',"
+						   " coalesce(max_receive_count, 0), dead_letter_queue,"
+						   " (SELECT d.queue_name FROM queue._queues d"
+						   "  WHERE d.queue_id = r.dead_letter_queue)"
+						   " FROM queue._queues r WHERE queue_name = $1",
 						   1, argtypes);
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
@@ -183,6 +186,20 @@ load_entry(CacheEntry *e, text *name)
 	e->meta.content_based_dedup = DatumGetBool(SPI_getbinval(tup, desc, 9, &isnull));
 	e->meta.dedup_window = interval_usecs(SPI_getbinval(tup, desc, 10, &isnull));
 	e->meta.dedup_by_group = DatumGetBool(SPI_getbinval(tup, desc, 11, &isnull));
+	e->meta.max_receive_count = DatumGetInt32(SPI_getbinval(tup, desc, 12, &isnull));
+	e->meta.dlq_id = DatumGetInt64(SPI_getbinval(tup, desc, 13, &isnull));
+	if (isnull)
+	{
+		e->meta.dlq_id = 0;
+		e->meta.max_receive_count = 0;
+	}
+	memset(e->meta.dlq_name, 0, sizeof(e->meta.dlq_name));
+	if (e->meta.dlq_id != 0)
+	{
+		char	   *n = TextDatumGetCString(SPI_getbinval(tup, desc, 14, &isnull));
+
+		strlcpy(e->meta.dlq_name, n, sizeof(e->meta.dlq_name));
+	}
 	return true;
 }
 

@@ -183,17 +183,20 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	},
 
 	/*
-	 * The FIFO lease.  Take the available groups oldest head first,
-	 * skipping groups someone holds; from each, its visible messages in
-	 * order; keep the first max_messages in (group, sequence) order, so one
-	 * group gives as many as it can before the next fills the batch.  The
-	 * groups delivered from are blocked until the leases end.
+	 * The FIFO lease.  Take up to $6 available groups oldest head first,
+	 * skipping groups someone holds and those in $7; from each, its
+	 * visible messages in order; keep the first max_messages in (group,
+	 * sequence) order, so one group gives as many as it can before the next
+	 * fills the batch.  The groups delivered from are blocked until the
+	 * leases end.  (A group locked but not needed stays locked until the
+	 * receiving transaction ends, which is why a receive inside a
+	 * transaction block takes one group per statement: receive.c.)
 	 */
 	[QP_FIFO_RECEIVE] = {
 		"WITH g AS MATERIALIZED ("
 		"  SELECT message_group_id, head_seq FROM {g}"
-		"  WHERE available_at <= $1"
-		"  ORDER BY head_seq LIMIT $5 FOR UPDATE SKIP LOCKED),"
+		"  WHERE available_at <= $1 AND message_group_id <> ALL ($7)"
+		"  ORDER BY head_seq LIMIT $6 FOR UPDATE SKIP LOCKED),"
 		" c AS MATERIALIZED ("
 		"  SELECT x.message_id, g.message_group_id,"
 		"   row_number() OVER (ORDER BY g.head_seq, x.message_id) AS ord"
@@ -211,7 +214,8 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" gl AS (UPDATE {g} g SET available_at = $2"
 		"  WHERE g.message_group_id IN (SELECT message_group_id FROM c))"
 		" SELECT u.* FROM u JOIN c USING (message_id) ORDER BY c.ord",
-		5, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID}
+		7, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID,
+		INT4OID, TEXTARRAYOID}
 	},
 
 	/* Receive attempts: what an attempt returned, and whether it still holds. */
@@ -234,10 +238,84 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" visible_ats = excluded.visible_ats",
 		5, {TEXTOID, TIMESTAMPTZOID, INT8OID, INT8ARRAYOID, TIMESTAMPTZARRAYOID}
 	},
+	/*
+	 * Receives of a queue with a dead-letter queue: candidates that were
+	 * received max_receive_count times ($6) are not leased but returned
+	 * flagged (column 11), still locked, for the caller to move.
+	 */
+	[QP_RECEIVE_DLQ] = {
+		"WITH c AS MATERIALIZED ("
+		"  SELECT message_id, receive_count, message_group_id FROM {q}"
+		"  WHERE visible_at <= $1 AND sent_at > $4"
+		"  ORDER BY visible_at, message_id LIMIT $5 FOR UPDATE SKIP LOCKED),"
+		" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3,"
+		"  receive_count = m.receive_count + 1,"
+		"  first_received_at = coalesce(m.first_received_at, $1)"
+		"  WHERE m.message_id = ANY (ARRAY(SELECT message_id FROM c WHERE receive_count < $6))"
+		"  RETURNING " MSG_COLUMNS ")"
+		" SELECT u.*, false FROM u"
+		" UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL,"
+		"  NULL, NULL, NULL, NULL, true FROM c WHERE c.receive_count >= $6",
+		6, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID}
+	},
+	[QP_FIFO_RECEIVE_DLQ] = {
+		"WITH g AS MATERIALIZED ("
+		"  SELECT message_group_id, head_seq FROM {g}"
+		"  WHERE available_at <= $1 AND message_group_id <> ALL ($7)"
+		"  ORDER BY head_seq LIMIT $6 FOR UPDATE SKIP LOCKED),"
+		" c AS MATERIALIZED ("
+		"  SELECT x.message_id, x.receive_count, g.message_group_id,"
+		"   row_number() OVER (ORDER BY g.head_seq, x.message_id) AS ord"
+		"  FROM g CROSS JOIN LATERAL ("
+		"   SELECT m.message_id, m.receive_count FROM {q} m"
+		"   WHERE m.message_group_id = g.message_group_id"
+		"    AND m.visible_at <= $1 AND m.sent_at > $4"
+		"   ORDER BY m.message_id LIMIT $5) x"
+		"  ORDER BY g.head_seq, x.message_id LIMIT $5),"
+		" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3,"
+		"  receive_count = m.receive_count + 1,"
+		"  first_received_at = coalesce(m.first_received_at, $1)"
+		"  WHERE m.message_id = ANY (ARRAY(SELECT message_id FROM c WHERE receive_count < $8))"
+		"  RETURNING " MSG_COLUMNS "),"
+		" gl AS (UPDATE {g} g SET available_at = $2"
+		"  WHERE g.message_group_id IN (SELECT message_group_id FROM c WHERE receive_count < $8))"
+		" SELECT * FROM (SELECT u.*, false, c.ord FROM u JOIN c USING (message_id)"
+		"  UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL,"
+		"   NULL, NULL, NULL, NULL, true, c.ord FROM c WHERE c.receive_count >= $8) z"
+		" ORDER BY ord",
+		8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID,
+		INT4OID, TEXTARRAYOID, INT4OID}
+	},
+
+	/*
+	 * The move to the dead-letter queue: same message id (so a redrive puts
+	 * a FIFO message back where it was in its group), body, attributes,
+	 * group, deduplication id, sent time and receive count; visible there
+	 * at once; where it came from and why go into its attributes under
+	 * "queue.dead_letter", and its source queue into source_queue_id.
+	 */
+	[QP_MOVE_TO_DLQ] = {
+		"WITH mv AS (DELETE FROM {q} WHERE message_id = ANY ($1) RETURNING *)"
+		" INSERT INTO {L} (message_id, visible_at, sent_at, sequence_number,"
+		"  first_received_at, receive_count, message_group_id, deduplication_id,"
+		"  attributes, source_queue_id, body)"
+		" SELECT message_id, $2, sent_at, CASE WHEN $4 THEN message_id END,"
+		"  first_received_at, receive_count, message_group_id, deduplication_id,"
+		"  coalesce(attributes, '{}') || jsonb_build_object('queue.dead_letter',"
+		"   jsonb_build_object('source_queue', $3::text, 'reason', 'max_receive_count',"
+		"    'receive_count', receive_count, 'moved_at', $2)),"
+		"  $5, body FROM mv ORDER BY message_id",
+		5, {INT8ARRAYOID, TIMESTAMPTZOID, TEXTOID, BOOLOID, INT8OID}
+	},
 	[QP_NEXT_VISIBLE] = {
 		"SELECT visible_at FROM {q} WHERE visible_at > $1"
 		" ORDER BY visible_at LIMIT 1",
 		1, {TIMESTAMPTZOID}
+	},
+	[QP_PEEK_FIFO] = {
+		"SELECT " MSG_COLUMNS " FROM {q} WHERE sent_at > $1"
+		" ORDER BY message_id LIMIT $2",
+		2, {TIMESTAMPTZOID, INT4OID}
 	},
 	[QP_PEEK] = {
 		"SELECT " MSG_COLUMNS " FROM {q} WHERE sent_at > $1"
@@ -248,19 +326,23 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 
 /*
  * The text of a statement for one queue: each {x} becomes the queue's
- * table queue_data.x<id>.  Only the numeric id ever enters the text.
+ * table queue_data.x<id>, and {L} its dead-letter queue's message table.
+ * Only numeric ids ever enter the text.
  */
 static char *
-plan_text(const char *tmpl, int64 queue_id)
+plan_text(const char *tmpl, int64 queue_id, int64 dlq_id)
 {
 	StringInfoData buf;
 
 	initStringInfo(&buf);
 	for (const char *p = tmpl; *p; p++)
 	{
-		if (p[0] == '{' && p[1] != '\0' && p[2] == '}' && strchr("qdga", p[1]))
+		if (p[0] == '{' && p[1] != '\0' && p[2] == '}' && strchr("qdgaL", p[1]))
 		{
-			appendStringInfo(&buf, "queue_data.%c" INT64_FORMAT, p[1], queue_id);
+			if (p[1] == 'L')
+				appendStringInfo(&buf, "queue_data.q" INT64_FORMAT, dlq_id);
+			else
+				appendStringInfo(&buf, "queue_data.%c" INT64_FORMAT, p[1], queue_id);
 			p += 2;
 		}
 		else
@@ -273,10 +355,17 @@ plan_text(const char *tmpl, int64 queue_id)
 char *
 queue_plan_text_of(QueuePlanKind kind, int64 queue_id)
 {
-	return plan_text(plan_specs[kind].sql, queue_id);
+	return plan_text(plan_specs[kind].sql, queue_id, 0);
 }
 
-/* The kept plan of one statement of a queue, prepared on first use. */
+/*
+ * The kept plan of one statement of a queue, prepared on first use.
+ *
+ * Plans are generic: the plan cache would otherwise keep re-planning with
+ * each call's values whenever it estimates the generic plan dearer (it
+ * does for the LIMIT $n statements), which costs more than the statement.
+ * Every statement here is written so its generic plan walks an index.
+ */
 SPIPlanPtr
 queue_plan(QueueMeta *q, QueuePlanKind kind)
 {
@@ -287,8 +376,9 @@ queue_plan(QueueMeta *q, QueuePlanKind kind)
 	if (q->plans[kind] != NULL)
 		return q->plans[kind];
 
-	sql = plan_text(spec->sql, q->id);
-	plan = SPI_prepare(sql, spec->nargs, (Oid *) spec->argtypes);
+	sql = plan_text(spec->sql, q->id, q->dlq_id);
+	plan = SPI_prepare_cursor(sql, spec->nargs, (Oid *) spec->argtypes,
+							  CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
 			 sql, SPI_result_code_string(SPI_result));

@@ -36,6 +36,7 @@ typedef enum QueuePlanKind
 	QP_CHANGE_VIS_BATCH,
 	QP_RECEIPTS_OF,				/* current receipts of some message ids */
 	QP_PEEK,
+	QP_PEEK_FIFO,
 	QP_NEXT_VISIBLE,		/* long poll: when the next message turns visible */
 	QP_SEND_GENERAL,			/* batch, dedup and FIFO sends */
 	QP_DEDUP_CLAIM,
@@ -48,6 +49,9 @@ typedef enum QueuePlanKind
 	QP_ATTEMPT_GET,
 	QP_ATTEMPT_MSGS,
 	QP_ATTEMPT_PUT,
+	QP_RECEIVE_DLQ,				/* receive of a queue with max_receive_count */
+	QP_FIFO_RECEIVE_DLQ,
+	QP_MOVE_TO_DLQ,				/* {L}: the dead-letter queue's table */
 	QP_NUM_PLANS
 } QueuePlanKind;
 
@@ -70,6 +74,9 @@ typedef struct QueueMeta
 	bool		content_based_dedup;
 	int64		dedup_window;
 	bool		dedup_by_group;
+	int32		max_receive_count;	/* 0: no dead-letter queue */
+	int64		dlq_id;
+	char		dlq_name[QUEUE_NAME_MAX + 1];
 	SPIPlanPtr	plans[QP_NUM_PLANS];
 } QueueMeta;
 
@@ -87,6 +94,12 @@ extern text *queue_content_dedup_id(text *body);
 extern void queue_dedup_claim(QueueMeta *q, int n, Datum *scope_keys,
 							  Datum *dedup_ids, TimestampTz now,
 							  int64 *message_ids, bool *duplicate);
+
+/* deadletter.c */
+extern uint64 queue_dead_letter(QueueMeta *q, int n, const int64 *ids,
+								Datum *groups);
+extern uint64 queue_dead_letter_sweep(QueueMeta *q, TimestampTz since,
+									  TimestampTz now);
 
 /* fifo.c */
 extern void queue_fifo_lock_groups(QueueMeta *q, int ngroups, Datum *groups,
@@ -128,6 +141,8 @@ extern void queue_count(int64 queue_id, int counter, int64 n);
 extern void queue_note_wakeup(int64 queue_id);
 extern void queue_rehome_counters(int n);
 extern void queue_reset_counters(int64 queue_id);
+extern void queue_register_at_commit(void);
+extern void queue_register_database(void);
 
 #define QC_SENT			0
 #define QC_RECEIVED		1

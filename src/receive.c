@@ -20,6 +20,7 @@
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/datum.h"
 #include "utils/timestamp.h"
 
 #include "queue.h"
@@ -42,6 +43,46 @@ PG_FUNCTION_INFO_V1(queue_peek);
 /* queue.message has 11 columns: the above plus receipt as the second. */
 #define MESSAGE_NATTS		11
 
+/* Receives of queues with a dead-letter queue flag (column 11) the rows to move. */
+#define COL_DEAD_LETTER		11
+
+static bool
+is_dead_letter(SPITupleTable *tt, uint64 r)
+{
+	bool		isnull;
+
+	return tt->tupdesc->natts >= COL_DEAD_LETTER &&
+		DatumGetBool(SPI_getbinval(tt->vals[r], tt->tupdesc, COL_DEAD_LETTER, &isnull));
+}
+
+/*
+ * Move the flagged rows of a receive's result to the dead-letter queue;
+ * returns how many rows of the result are deliveries.
+ */
+static uint64
+move_dead_letters(QueueMeta *q, SPITupleTable *tt, uint64 nrows)
+{
+	int64	   *ids = palloc(Max(nrows, 1) * sizeof(int64));
+	Datum	   *groups = palloc(Max(nrows, 1) * sizeof(Datum));
+	int			n = 0;
+
+	for (uint64 r = 0; r < nrows; r++)
+	{
+		bool		isnull;
+		Datum		g;
+
+		if (!is_dead_letter(tt, r))
+			continue;
+		ids[n] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, COL_MESSAGE_ID, &isnull));
+		g = SPI_getbinval(tt->vals[r], tt->tupdesc, COL_GROUP, &isnull);
+		groups[n] = isnull ? (Datum) 0 : g;
+		n++;
+	}
+	if (n > 0)
+		(void) queue_dead_letter(q, n, ids, groups);
+	return nrows - n;
+}
+
 /*
  * Copy rows of an SPI result into the caller's tuplestore as queue.message,
  * with a receipt per row when with_receipt.
@@ -58,6 +99,9 @@ emit_messages(ReturnSetInfo *rsinfo, QueueMeta *q, SPITupleTable *tt,
 		Datum		values[MESSAGE_NATTS];
 		bool		nulls[MESSAGE_NATTS];
 		int			out = 0;
+
+		if (is_dead_letter(tt, r))
+			continue;
 
 		for (int col = 1; col <= COL_VISIBLE_AT; col++)
 		{
@@ -86,8 +130,9 @@ emit_messages(ReturnSetInfo *rsinfo, QueueMeta *q, SPITupleTable *tt,
 
 /*
  * A retry of a receive_attempt_id seen within RECEIVE_ATTEMPT_WINDOW: if
- * every message it returned is still leased under that receive, unchanged,
- * emit them again with the same receipts and return true.
+ * every message it returned is still leased under that receive (not
+ * deleted, received again, changed or expired), emit them again with the
+ * same receipts and return true.
  */
 #define RECEIVE_ATTEMPT_WINDOW	(5 * USECS_PER_MINUTE)
 
@@ -125,40 +170,116 @@ replay_attempt(ReturnSetInfo *rsinfo, QueueMeta *q, text *attempt,
 	if (SPI_processed != (uint64) nvis)
 		return false;			/* one was deleted or received again */
 	for (int i = 0; i < nvis; i++)
-		if (DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc,
-											  COL_VISIBLE_AT, &isnull)) !=
-			DatumGetTimestampTz(vis_elems[i]))
+	{
+		TimestampTz vis_now = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i],
+																SPI_tuptable->tupdesc,
+																COL_VISIBLE_AT, &isnull));
+
+		if (vis_now != DatumGetTimestampTz(vis_elems[i]))
 			return false;		/* its visibility was changed */
+		if (vis_now <= now)
+			return false;		/* its lease ran out: others may have it */
+	}
 	emit_messages(rsinfo, q, SPI_tuptable, SPI_processed, true, nonce);
 	return true;
 }
 
+/* What one receive call has leased so far, across its statements. */
+typedef struct Received
+{
+	int			n;				/* messages delivered */
+	int64	   *ids;
+	Datum	   *visible_ats;
+	int			ngroups;		/* FIFO groups touched (delivered or moved) */
+	int			maxgroups;
+	Datum	   *groups;
+} Received;
+
 /* Remember what a receive with a receive_attempt_id returned. */
 static void
 record_attempt(QueueMeta *q, text *attempt, TimestampTz now, uint64 nonce,
-			   SPITupleTable *tt, uint64 nrows)
+			   Received *got)
 {
-	int64	   *ids = palloc(nrows * sizeof(int64));
-	Datum	   *vis = palloc(nrows * sizeof(Datum));
 	Datum		args[5];
 	int			rc;
 
-	for (uint64 r = 0; r < nrows; r++)
-	{
-		bool		isnull;
-
-		ids[r] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, COL_MESSAGE_ID, &isnull));
-		vis[r] = SPI_getbinval(tt->vals[r], tt->tupdesc, COL_VISIBLE_AT, &isnull);
-	}
 	args[0] = PointerGetDatum(attempt);
 	args[1] = TimestampTzGetDatum(now);
 	args[2] = Int64GetDatum((int64) nonce);
-	args[3] = queue_int8_array((int) nrows, ids);
-	args[4] = PointerGetDatum(construct_array(vis, (int) nrows, TIMESTAMPTZOID, 8,
+	args[3] = queue_int8_array(got->n, got->ids);
+	args[4] = PointerGetDatum(construct_array(got->visible_ats, got->n, TIMESTAMPTZOID, 8,
 											  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	rc = SPI_execute_plan(queue_plan(q, QP_ATTEMPT_PUT), args, NULL, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "recording receive attempt failed: %s", SPI_result_code_string(rc));
+}
+
+/*
+ * One receive statement: lease up to want messages (on a FIFO queue from
+ * at most group_limit groups, none of those already touched), move the
+ * ones received too often to the dead-letter queue, emit the rest.
+ * Returns the number of rows the statement produced (deliveries and moves).
+ */
+static uint64
+receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
+			 TimestampTz now, int64 vt, uint64 nonce, int want,
+			 int group_limit, Received *got)
+{
+	Datum		args[8];
+	SPITupleTable *tt;
+	uint64		nrows;
+	int			rc;
+
+	args[0] = TimestampTzGetDatum(now);
+	args[1] = TimestampTzGetDatum(now + vt);
+	args[2] = Int64GetDatum((int64) nonce);
+	args[3] = TimestampTzGetDatum(now - q->retention);
+	args[4] = Int32GetDatum(want);
+	if (q->fifo)
+	{
+		args[5] = Int32GetDatum(group_limit);
+		args[6] = queue_text_array(got->ngroups, got->groups, NULL);
+		args[7] = Int32GetDatum(q->max_receive_count);
+	}
+	else
+		args[5] = Int32GetDatum(q->max_receive_count);
+	rc = SPI_execute_plan(queue_plan(q, kind), args, NULL, false, 0);
+	if (rc != SPI_OK_UPDATE_RETURNING && rc != SPI_OK_SELECT)
+		elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
+	tt = SPI_tuptable;
+	nrows = SPI_processed;
+
+	for (uint64 r = 0; r < nrows; r++)
+	{
+		bool		isnull;
+		Datum		g = SPI_getbinval(tt->vals[r], tt->tupdesc, COL_GROUP, &isnull);
+
+		/* A group's rows come together: note each group once. */
+		if (q->fifo && !isnull &&
+			(got->ngroups == 0 ||
+			 !datumIsEqual(got->groups[got->ngroups - 1], g, false, -1)))
+		{
+			if (got->ngroups == got->maxgroups)
+			{
+				got->maxgroups *= 2;
+				got->groups = repalloc(got->groups, got->maxgroups * sizeof(Datum));
+			}
+			got->groups[got->ngroups++] = PointerGetDatum(PG_DETOAST_DATUM_COPY(g));
+		}
+		if (is_dead_letter(tt, r))
+			continue;
+		got->ids[got->n] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc,
+													   COL_MESSAGE_ID, &isnull));
+		got->visible_ats[got->n] = SPI_getbinval(tt->vals[r], tt->tupdesc,
+												 COL_VISIBLE_AT, &isnull);
+		got->n++;
+	}
+
+	/* Messages received too often go to the dead-letter queue instead. */
+	if (q->max_receive_count > 0)
+		(void) move_dead_letters(q, tt, nrows);
+	emit_messages(rsinfo, q, tt, nrows, true, nonce);
+	return nrows;
 }
 
 /*
@@ -177,9 +298,9 @@ queue_receive(PG_FUNCTION_ARGS)
 	uint64		nonce;
 	TimestampTz deadline = 0;
 	TimestampTz now;
-	SPITupleTable *tt;
-	uint64		nrows;
-	int			rc;
+	QueuePlanKind kind;
+	Received	got;
+	bool		group_by_group;
 
 	queue_arg_notnull(fcinfo, 0, "queue_name");
 	max_messages = queue_arg_int(fcinfo, 1, "max_messages", 1,
@@ -214,23 +335,42 @@ queue_receive(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 	}
 
+	if (q->max_receive_count > 0)
+		kind = q->fifo ? QP_FIFO_RECEIVE_DLQ : QP_RECEIVE_DLQ;
+	else
+		kind = q->fifo ? QP_FIFO_RECEIVE : QP_RECEIVE;
+	memset(&got, 0, sizeof(got));
+	got.ids = palloc(max_messages * sizeof(int64));
+	got.visible_ats = palloc(max_messages * sizeof(Datum));
+	got.maxgroups = max_messages;
+	got.groups = palloc(got.maxgroups * sizeof(Datum));
+
+	/*
+	 * A FIFO receive locks each group it considers until its transaction
+	 * ends.  In autocommit that is the statement, so one statement may
+	 * consider as many groups as it could need; inside a transaction block
+	 * a receive takes one group per statement, so it never holds groups it
+	 * delivered nothing from while the caller works.
+	 */
+	group_by_group = q->fifo && IsTransactionBlock();
+
 	nonce = queue_receipt_nonce();
 	if (wait > 0)
 		queue_wait_begin(q);
 	for (;;)
 	{
-		Datum		args[5];
-
-		args[0] = TimestampTzGetDatum(now);
-		args[1] = TimestampTzGetDatum(now + vt);
-		args[2] = Int64GetDatum((int64) nonce);
-		args[3] = TimestampTzGetDatum(now - q->retention);
-		args[4] = Int32GetDatum(max_messages);
-		rc = SPI_execute_plan(queue_plan(q, q->fifo ? QP_FIFO_RECEIVE : QP_RECEIVE),
-							  args, NULL, false, 0);
-		if (rc != SPI_OK_UPDATE_RETURNING && rc != SPI_OK_SELECT)
-			elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
-		if (SPI_processed > 0 || wait == 0)
+		got.ngroups = 0;
+		if (group_by_group)
+		{
+			while (got.n < max_messages &&
+				   receive_step(rsinfo, q, kind, now, vt, nonce,
+								max_messages - got.n, 1, &got) > 0)
+				CHECK_FOR_INTERRUPTS();
+		}
+		else
+			(void) receive_step(rsinfo, q, kind, now, vt, nonce,
+								max_messages, max_messages, &got);
+		if (got.n > 0 || wait == 0)
 			break;
 		if (deadline == 0)
 			deadline = now + wait;
@@ -241,14 +381,11 @@ queue_receive(PG_FUNCTION_ARGS)
 	if (wait > 0)
 		queue_wait_end();
 
-	tt = SPI_tuptable;
-	nrows = SPI_processed;
-	emit_messages(rsinfo, q, tt, nrows, true, nonce);
-	if (nrows > 0)
+	if (got.n > 0)
 	{
-		queue_count(q->id, QC_RECEIVED, nrows);
+		queue_count(q->id, QC_RECEIVED, got.n);
 		if (attempt != NULL)
-			record_attempt(q, attempt, now, nonce, tt, nrows);
+			record_attempt(q, attempt, now, nonce, &got);
 	}
 	SPI_finish();
 	return (Datum) 0;
@@ -272,7 +409,8 @@ queue_peek(PG_FUNCTION_ARGS)
 	q = queue_lookup(PG_GETARG_TEXT_PP(0));
 	args[0] = TimestampTzGetDatum(GetCurrentTimestamp() - q->retention);
 	args[1] = Int32GetDatum(max_messages);
-	rc = SPI_execute_plan(queue_plan(q, QP_PEEK), args, NULL, true, 0);
+	rc = SPI_execute_plan(queue_plan(q, q->fifo ? QP_PEEK_FIFO : QP_PEEK),
+						  args, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "queue peek failed: %s", SPI_result_code_string(rc));
 	emit_messages(rsinfo, q, SPI_tuptable, SPI_processed, false, 0);

@@ -6,7 +6,9 @@
  *
  * A call notes what it did in a small backend-local list; at commit the
  * list goes to shared memory (counters by atomic add, wake-ups by
- * broadcasting the queues' condition variables), at abort it is dropped.
+ * broadcasting the queues' condition variables), at abort it is dropped,
+ * and so are the notes of a savepoint rolled back.  A prepared transaction
+ * counts as aborted here: its counts are lost and its commit wakes no one.
  * So a sent message is counted, and wakes a waiting receiver, only once a
  * receiver can see it.  A receive that rolls back hands its messages back
  * at once, so it wakes waiters too.
@@ -29,6 +31,7 @@ PG_FUNCTION_INFO_V1(queue_counters_sql);
 typedef struct PendingQueue
 {
 	int64		queue_id;
+	SubTransactionId subid;		/* what it was noted in */
 	bool		wake_on_commit;
 	bool		wake_on_abort;
 	int64		c[QC_NUM];
@@ -38,6 +41,7 @@ static PendingQueue *pending = NULL;
 static int	npending = 0;
 static int	maxpending = 0;
 static bool callback_registered = false;
+static bool register_pending = false;	/* queue._register() at commit */
 
 /*
  * The counter entry of (dbid, queue_id) by linear probing from its hash,
@@ -144,6 +148,34 @@ flush_pending(bool commit)
 			ConditionVariableBroadcast(queue_wait_cv(p->queue_id));
 	}
 	npending = 0;
+	if (commit && register_pending)
+		queue_register_database();
+	register_pending = false;
+}
+
+/*
+ * A savepoint rolled back takes its notes with it; what it received is
+ * visible again at once, so waiters are woken now.  Subtransaction ids
+ * grow, and a subtransaction ends before any later sibling starts, so the
+ * notes of the one aborting and of its children are those with an id at
+ * least its own.
+ */
+static void
+queue_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	int			kept = 0;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	for (int i = 0; i < npending; i++)
+	{
+		if (pending[i].subid < mySubid)
+			pending[kept++] = pending[i];
+		else if (pending[i].wake_on_abort && queue_shared != NULL)
+			ConditionVariableBroadcast(queue_wait_cv(pending[i].queue_id));
+	}
+	npending = kept;
 }
 
 static void
@@ -166,16 +198,25 @@ queue_xact_callback(XactEvent event, void *arg)
 }
 
 /* The pending entry of a queue in this transaction. */
-static PendingQueue *
-pending_entry(int64 queue_id)
+static void
+register_callbacks(void)
 {
 	if (!callback_registered)
 	{
 		RegisterXactCallback(queue_xact_callback, NULL);
+		RegisterSubXactCallback(queue_subxact_callback, NULL);
 		callback_registered = true;
 	}
+}
+
+static PendingQueue *
+pending_entry(int64 queue_id)
+{
+	SubTransactionId subid = GetCurrentSubTransactionId();
+
+	register_callbacks();
 	for (int i = 0; i < npending; i++)
-		if (pending[i].queue_id == queue_id)
+		if (pending[i].queue_id == queue_id && pending[i].subid == subid)
 			return &pending[i];
 	if (npending == maxpending)
 	{
@@ -186,7 +227,19 @@ pending_entry(int64 queue_id)
 	}
 	memset(&pending[npending], 0, sizeof(PendingQueue));
 	pending[npending].queue_id = queue_id;
+	pending[npending].subid = subid;
 	return &pending[npending++];
+}
+
+/*
+ * queue._register() (CREATE EXTENSION): ask for this database's worker
+ * once the transaction commits, when the worker can see the extension.
+ */
+void
+queue_register_at_commit(void)
+{
+	register_callbacks();
+	register_pending = true;
 }
 
 /*

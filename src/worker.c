@@ -17,7 +17,9 @@
  * The worker sweeps each queue in short transactions of at most
  * SWEEP_BATCH rows that skip locked rows, so it never waits on senders or
  * receivers: messages past retention, deduplication ids past their window,
- * receive attempts past theirs.  Correctness never waits for it (every
+ * receive attempts past theirs, and (every pass, for queues that have a
+ * dead-letter queue) messages whose lease ran out after max_receive_count
+ * receives, which go to the dead-letter queue with nobody receiving.  Correctness never waits for it (every
  * read filters by time); it keeps tables small.  A queue is swept again
  * only when something in it can have expired, so idle queues cost nothing.
  * Long-pollers need no wake-up from it: a waiting receive sleeps no longer
@@ -281,12 +283,21 @@ queue_launcher_main(Datum arg)
 	}
 }
 
-/* queue._register(): CREATE EXTENSION asks for this database's worker. */
+/* queue._register(): CREATE EXTENSION asks for a worker, at commit. */
 Datum
 queue_register_sql(PG_FUNCTION_ARGS)
 {
+	if (queue_shared != NULL)
+		queue_register_at_commit();
+	PG_RETURN_VOID();
+}
+
+/* Tell the launcher this database wants a worker (from a commit callback). */
+void
+queue_register_database(void)
+{
 	if (queue_shared == NULL)
-		PG_RETURN_VOID();
+		return;
 	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
 	{
 		QueueDbSlot *s = queue_db_slot(MyDatabaseId, true);
@@ -297,7 +308,6 @@ queue_register_sql(PG_FUNCTION_ARGS)
 	if (queue_shared->launcher_latch != NULL)
 		SetLatch(queue_shared->launcher_latch);
 	LWLockRelease(queue_shared->lock);
-	PG_RETURN_VOID();
 }
 
 /* queue._reset_counters(queue_id), for queue.create. */
@@ -391,6 +401,7 @@ typedef struct SweptQueue
 {
 	int64		queue_id;		/* hash key */
 	TimestampTz next_due;		/* nothing can expire before this */
+	TimestampTz dlq_since;		/* leases ending after this not yet checked */
 	bool		seen;
 } SweptQueue;
 
@@ -547,6 +558,8 @@ typedef struct QueueRow
 	bool		fifo;
 	int64		retention;
 	int64		dedup_window;
+	bool		has_dlq;
+	char	   *name;
 } QueueRow;
 
 /* The queues of this database (empty if the extension is gone). */
@@ -564,7 +577,8 @@ list_queues(bool *extension_exists)
 		PushActiveSnapshot(GetTransactionSnapshot());
 		if (SPI_execute("SELECT queue_id, fifo,"
 						" (extract(epoch FROM retention) * 1000000)::int8,"
-						" (extract(epoch FROM deduplication_window) * 1000000)::int8"
+						" (extract(epoch FROM deduplication_window) * 1000000)::int8,"
+						" dead_letter_queue IS NOT NULL, queue_name"
 						" FROM queue._queues ORDER BY queue_id", true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not list queues");
 		for (uint64 r = 0; r < SPI_processed; r++)
@@ -579,6 +593,8 @@ list_queues(bool *extension_exists)
 			q->fifo = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
 			q->retention = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
 			q->dedup_window = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+			q->has_dlq = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
+			q->name = TextDatumGetCString(SPI_getbinval(tup, desc, 6, &isnull));
 			queues = lappend(queues, q);
 			MemoryContextSwitchTo(old);
 		}
@@ -587,6 +603,51 @@ list_queues(bool *extension_exists)
 	}
 	CommitTransactionCommand();
 	return queues;
+}
+
+/*
+ * Move messages whose last lease ran out since the previous pass after
+ * max_receive_count receives to the dead-letter queue (deadletter.c).  Runs
+ * every pass for queues that have a dead-letter queue: it reads only the
+ * leases that ended since.
+ */
+static void
+sweep_dead_letters(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
+{
+	PG_TRY();
+	{
+		TimestampTz now;
+		uint64		moved;
+
+		do
+		{
+			QueueMeta  *meta;
+
+			StartTransactionCommand();
+			SPI_connect();
+			PushActiveSnapshot(GetTransactionSnapshot());
+			now = GetCurrentTimestamp();
+			meta = queue_lookup(cstring_to_text(q->name));
+			moved = meta->max_receive_count > 0 ?
+				queue_dead_letter_sweep(meta, sq->dlq_since, now) : 0;
+			PopActiveSnapshot();
+			SPI_finish();
+			CommitTransactionCommand();
+			MemoryContextReset(cxt);
+			CHECK_FOR_INTERRUPTS();
+		} while (moved >= SWEEP_BATCH);
+		/* A little overlap: a lease ending now may commit a moment later. */
+		sq->dlq_since = now - USECS_PER_SEC;
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		EmitErrorReport();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		MemoryContextReset(cxt);
+	}
+	PG_END_TRY();
 }
 
 /*
@@ -636,6 +697,22 @@ sweep_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 	PG_END_TRY();
 }
 
+/* However a worker leaves, its slot stops naming its pid. */
+static void
+worker_exit(int code, Datum arg)
+{
+	Oid			dbid = DatumGetObjectId(arg);
+
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	{
+		QueueDbSlot *s = queue_db_slot(dbid, false);
+
+		if (s != NULL && s->pid == MyProcPid)
+			s->pid = 0;
+	}
+	LWLockRelease(queue_shared->lock);
+}
+
 void
 queue_worker_main(Datum arg)
 {
@@ -662,6 +739,7 @@ queue_worker_main(Datum arg)
 		}
 	}
 	LWLockRelease(queue_shared->lock);
+	before_shmem_exit(worker_exit, ObjectIdGetDatum(dbid));
 
 	ctl.keysize = sizeof(int64);
 	ctl.entrysize = sizeof(SweptQueue);
@@ -720,8 +798,17 @@ queue_worker_main(Datum arg)
 
 			sq = hash_search(swept, &q->id, HASH_ENTER, &found);
 			if (!found)
+			{
 				sq->next_due = 0;
+				sq->dlq_since = DT_NOBEGIN;
+			}
 			sq->seen = true;
+			if (q->has_dlq)
+			{
+				MemoryContextSwitchTo(sweep_cxt);
+				sweep_dead_letters(q, sq, sweep_cxt);
+				MemoryContextSwitchTo(pass_cxt);
+			}
 			if (GetCurrentTimestamp() >= sq->next_due)
 			{
 				MemoryContextSwitchTo(sweep_cxt);

@@ -1,0 +1,381 @@
+/*-------------------------------------------------------------------------
+ *
+ * deadletter.c
+ *	  Dead-letter queues: moving messages received too often, and redrive.
+ *
+ * A queue with dead_letter_queue and max_receive_count never delivers a
+ * message whose next receive would exceed the count: the receive that meets
+ * it moves it instead, in the receiving transaction (so a receive that
+ * rolls back moves nothing and counts nothing), and the worker moves such
+ * messages when their lease runs out with nobody receiving.  The message
+ * keeps its id, so a FIFO message put back by redrive sorts where it was in
+ * its group.  On FIFO queues both ends lock their groups first, as every
+ * change to a group's messages does (fifo.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/timestamp.h"
+
+#include "queue.h"
+
+PG_FUNCTION_INFO_V1(queue_redrive);
+
+#define REDRIVE_BATCH	1000
+
+/* Copies of the group texts, sorted and unique, for locking. */
+static int
+unique_groups(int n, Datum *groups, Datum **out)
+{
+	int			m = 0;
+
+	*out = palloc(Max(n, 1) * sizeof(Datum));
+	for (int i = 0; i < n; i++)
+		if (groups[i] != (Datum) 0)
+			(*out)[m++] = groups[i];
+	return queue_sort_unique_texts(*out, m);
+}
+
+/*
+ * Move n messages of q (locked by the caller; on a FIFO queue, their
+ * groups too) to q's dead-letter queue.  groups[i] is the group of ids[i]
+ * (0 for none).  Returns how many moved.
+ */
+uint64
+queue_dead_letter(QueueMeta *q, int n, const int64 *ids, Datum *groups)
+{
+	QueueMeta  *dlq;
+	Datum	   *ugroups;
+	int			ngroups;
+	bool	   *created;
+	Datum		args[5];
+	int			rc;
+	uint64		moved;
+
+	if (n == 0)
+		return 0;
+	dlq = queue_lookup(cstring_to_text(q->dlq_name));
+	ngroups = unique_groups(n, groups, &ugroups);
+	if (dlq->fifo)
+	{
+		created = palloc(Max(ngroups, 1) * sizeof(bool));
+		queue_fifo_lock_groups(dlq, ngroups, ugroups, created);
+	}
+
+	args[0] = queue_int8_array(n, ids);
+	args[1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	args[2] = CStringGetTextDatum(q->name);
+	args[3] = BoolGetDatum(dlq->fifo);
+	args[4] = Int64GetDatum(q->id);
+	rc = SPI_execute_plan(queue_plan(q, QP_MOVE_TO_DLQ), args, NULL, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "dead-letter move failed: %s", SPI_result_code_string(rc));
+	moved = SPI_processed;
+
+	/* A moved message may be the new head of its dead-letter group. */
+	if (dlq->fifo)
+		queue_fifo_refresh_groups(dlq, ngroups, ugroups);
+	/* And the source groups lost their heads. */
+	if (q->fifo)
+		queue_fifo_refresh_groups(q, ngroups, ugroups);
+
+	if (moved > 0)
+	{
+		queue_count(q->id, QC_DEAD_LETTERED, (int64) moved);
+		queue_note_wakeup(dlq->id);
+	}
+	return moved;
+}
+
+/*
+ * The worker's share: messages of q whose lease ran out in (since, now]
+ * after max_receive_count receives go to the dead-letter queue even when
+ * nobody receives.  Only that time range of the visible_at index is read.
+ * Rows or groups someone holds are skipped, never waited for.
+ */
+uint64
+queue_dead_letter_sweep(QueueMeta *q, TimestampTz since, TimestampTz now)
+{
+	Oid			types[4] = {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, TEXTARRAYOID};
+	Datum		values[4];
+	int64	   *ids;
+	Datum	   *groups;
+	int			n;
+	int			rc;
+
+	values[0] = TimestampTzGetDatum(since);
+	values[1] = TimestampTzGetDatum(now);
+	values[2] = Int32GetDatum(q->max_receive_count);
+
+	if (q->fifo)
+	{
+		/* Lock the groups first (every FIFO change does), skipping held ones. */
+		rc = SPI_execute_with_args(psprintf(
+			"SELECT g.message_group_id FROM queue_data.g" INT64_FORMAT " g"
+			" WHERE g.available_at <= $2 AND g.message_group_id IN"
+			"  (SELECT message_group_id FROM queue_data.q" INT64_FORMAT
+			"   WHERE visible_at > $1 AND visible_at <= $2 AND receive_count >= $3"
+			"   LIMIT 1000)"
+			" ORDER BY 1 FOR UPDATE SKIP LOCKED", q->id, q->id),
+								   3, types, values, NULL, false, 0);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "dead-letter sweep failed: %s", SPI_result_code_string(rc));
+		if (SPI_processed == 0)
+			return 0;
+		n = (int) SPI_processed;
+		groups = palloc(n * sizeof(Datum));
+		for (int r = 0; r < n; r++)
+		{
+			bool		isnull;
+
+			groups[r] = PointerGetDatum(PG_DETOAST_DATUM_COPY(
+				SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull)));
+		}
+		values[3] = queue_text_array(n, groups, NULL);
+		rc = SPI_execute_with_args(psprintf(
+			"SELECT message_id, message_group_id FROM queue_data.q" INT64_FORMAT
+			" WHERE message_group_id = ANY ($4) AND visible_at <= $2"
+			" AND receive_count >= $3 ORDER BY message_id", q->id),
+								   4, types, values, NULL, false, 0);
+	}
+	else
+		rc = SPI_execute_with_args(psprintf(
+			"SELECT message_id, message_group_id FROM queue_data.q" INT64_FORMAT
+			" WHERE visible_at > $1 AND visible_at <= $2 AND receive_count >= $3"
+			" ORDER BY visible_at LIMIT 1000 FOR UPDATE SKIP LOCKED", q->id),
+								   3, types, values, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "dead-letter sweep failed: %s", SPI_result_code_string(rc));
+	n = (int) SPI_processed;
+	if (n == 0)
+		return 0;
+	ids = palloc(n * sizeof(int64));
+	groups = palloc(n * sizeof(Datum));
+	for (int r = 0; r < n; r++)
+	{
+		bool		isnull;
+		Datum		g;
+
+		ids[r] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull));
+		g = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 2, &isnull);
+		groups[r] = isnull ? (Datum) 0 : PointerGetDatum(PG_DETOAST_DATUM_COPY(g));
+	}
+	return queue_dead_letter(q, n, ids, groups);
+}
+
+/* The name of a queue by id, or NULL if it is gone. */
+static char *
+queue_name_of(int64 id)
+{
+	Oid			type = INT8OID;
+	Datum		arg = Int64GetDatum(id);
+	bool		isnull;
+
+	if (SPI_execute_with_args("SELECT queue_name FROM queue._queues WHERE queue_id = $1",
+							  1, &type, &arg, NULL, false, 1) != SPI_OK_SELECT ||
+		SPI_processed == 0)
+		return NULL;
+	return TextDatumGetCString(SPI_getbinval(SPI_tuptable->vals[0],
+											 SPI_tuptable->tupdesc, 1, &isnull));
+}
+
+/*
+ * Move the given messages (locked, of one destination) from dlq to dest as
+ * fresh deliveries: visible now, sent now, receive count 0, the
+ * "queue.dead_letter" attribute and source dropped.  The id is kept, so on
+ * a FIFO queue each comes back ahead of what it was ahead of.
+ */
+static uint64
+redrive_to(QueueMeta *dlq, QueueMeta *dest, int n, int64 *ids, Datum *groups)
+{
+	Datum	   *ugroups;
+	int			ngroups = unique_groups(n, groups, &ugroups);
+	Oid			types[3] = {INT8ARRAYOID, TIMESTAMPTZOID, BOOLOID};
+	Datum		values[3];
+	int			rc;
+
+	if (dest->fifo)
+	{
+		bool	   *created = palloc(Max(ngroups, 1) * sizeof(bool));
+
+		queue_fifo_lock_groups(dest, ngroups, ugroups, created);
+	}
+	values[0] = queue_int8_array(n, ids);
+	values[1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	values[2] = BoolGetDatum(dest->fifo);
+	rc = SPI_execute_with_args(psprintf(
+		"WITH mv AS (DELETE FROM queue_data.q" INT64_FORMAT
+		"  WHERE message_id = ANY ($1) RETURNING *)"
+		" INSERT INTO queue_data.q" INT64_FORMAT " (message_id, visible_at, sent_at,"
+		"  sequence_number, message_group_id, deduplication_id, attributes, body)"
+		" SELECT message_id, $2, $2, CASE WHEN $3 THEN message_id END,"
+		"  message_group_id, deduplication_id,"
+		"  nullif(attributes - 'queue.dead_letter', '{}'::jsonb), body"
+		" FROM mv ORDER BY message_id", dlq->id, dest->id),
+							   3, types, values, NULL, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "redrive failed: %s", SPI_result_code_string(rc));
+	if (dest->fifo)
+		queue_fifo_refresh_groups(dest, ngroups, ugroups);
+	queue_note_wakeup(dest->id);
+	return SPI_processed;
+}
+
+/*
+ * queue.redrive(source_queue, destination_queue, max_messages): move the
+ * dead letters of source_queue (not those someone is holding) back to the
+ * queue each came from, or all to destination_queue; oldest first, in
+ * batches of REDRIVE_BATCH, all in the caller's transaction.  Returns the
+ * number moved.
+ */
+Datum
+queue_redrive(PG_FUNCTION_ARGS)
+{
+	QueueMeta  *dlq;
+	QueueMeta  *dest = NULL;
+	int64		limit = PG_INT64_MAX;
+	uint64		total = 0;
+	text	   *dlq_name;
+
+	queue_arg_notnull(fcinfo, 0, "source_queue");
+	if (!PG_ARGISNULL(2))
+	{
+		limit = PG_GETARG_INT64(2);
+		if (limit < 1)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"max_messages\" must be at least 1")));
+	}
+	queue_check_read_write();
+
+	SPI_connect();
+	dlq_name = PG_GETARG_TEXT_PP(0);
+	dlq = queue_lookup(dlq_name);
+	if (!PG_ARGISNULL(1))
+	{
+		dest = queue_lookup(PG_GETARG_TEXT_PP(1));
+		if (dest->id == dlq->id)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"destination_queue\" names the source queue itself")));
+		if (dest->fifo != dlq->fifo)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"destination_queue\" must be a %s queue like \"source_queue\"",
+							dlq->fifo ? "FIFO" : "standard")));
+	}
+
+	while ((int64) total < limit)
+	{
+		int			batch = (int) Min(limit - (int64) total, REDRIVE_BATCH);
+		Oid			types[2] = {TIMESTAMPTZOID, INT4OID};
+		Datum		values[2];
+		int			n;
+		int64	   *ids;
+		int64	   *srcs;
+		Datum	   *groups;
+		int			rc;
+		uint64		moved_now = 0;
+
+		/*
+		 * The oldest dead letters nobody holds.  On a FIFO dead-letter queue
+		 * their groups are locked first; a group someone is receiving from
+		 * is left for a later redrive.
+		 */
+		values[0] = TimestampTzGetDatum(GetCurrentTimestamp());
+		values[1] = Int32GetDatum(batch);
+		if (dlq->fifo)
+			rc = SPI_execute_with_args(psprintf(
+				"WITH g AS (SELECT message_group_id FROM queue_data.g" INT64_FORMAT
+				"  WHERE available_at <= $1 ORDER BY 1 FOR UPDATE SKIP LOCKED)"
+				" SELECT m.message_id, m.source_queue_id, m.message_group_id"
+				" FROM queue_data.q" INT64_FORMAT " m JOIN g USING (message_group_id)"
+				" WHERE m.visible_at <= $1 ORDER BY m.message_id LIMIT $2",
+				dlq->id, dlq->id), 2, types, values, NULL, false, 0);
+		else
+			rc = SPI_execute_with_args(psprintf(
+				"SELECT message_id, source_queue_id, message_group_id"
+				" FROM queue_data.q" INT64_FORMAT " WHERE visible_at <= $1"
+				" ORDER BY message_id LIMIT $2 FOR UPDATE SKIP LOCKED", dlq->id),
+									   2, types, values, NULL, false, 0);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "redrive failed: %s", SPI_result_code_string(rc));
+		n = (int) SPI_processed;
+		if (n == 0)
+			break;
+		ids = palloc(n * sizeof(int64));
+		srcs = palloc(n * sizeof(int64));
+		groups = palloc(n * sizeof(Datum));
+		for (int r = 0; r < n; r++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[r];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+			Datum		g;
+
+			ids[r] = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+			srcs[r] = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+			if (isnull)
+				srcs[r] = 0;
+			g = SPI_getbinval(tup, desc, 3, &isnull);
+			groups[r] = isnull ? (Datum) 0 : PointerGetDatum(PG_DETOAST_DATUM_COPY(g));
+		}
+
+		/* One move per destination; messages with no source stay. */
+		for (int r = 0; r < n; r++)
+		{
+			int64		src = srcs[r];
+			QueueMeta  *to = dest;
+			int64	   *bids;
+			Datum	   *bgroups;
+			int			m = 0;
+
+			if (src < 0)
+				continue;		/* already handled */
+			if (to == NULL)
+			{
+				char	   *name = src != 0 ? queue_name_of(src) : NULL;
+
+				if (name == NULL)
+				{
+					ereport(NOTICE,
+							(errmsg("message " INT64_FORMAT " has no source queue to go back to; it stays",
+									ids[r])));
+					srcs[r] = -1;
+					continue;
+				}
+				to = queue_lookup(cstring_to_text(name));
+			}
+			bids = palloc(n * sizeof(int64));
+			bgroups = palloc(n * sizeof(Datum));
+			for (int k = r; k < n; k++)
+				if (srcs[k] >= 0 && (dest != NULL || srcs[k] == src))
+				{
+					bids[m] = ids[k];
+					bgroups[m] = groups[k];
+					m++;
+					srcs[k] = -1;
+				}
+			moved_now += redrive_to(dlq, to, m, bids, bgroups);
+		}
+		if (dlq->fifo)
+		{
+			Datum	   *ugroups;
+			int			ngroups = unique_groups(n, groups, &ugroups);
+
+			queue_fifo_refresh_groups(dlq, ngroups, ugroups);
+		}
+		total += moved_now;
+		if (moved_now == 0 || n < batch)
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
+	SPI_finish();
+	PG_RETURN_INT64((int64) total);
+}
