@@ -35,6 +35,9 @@ CREATE TABLE @extschema@._queues (
 	redrive_allow text[],
 	tags jsonb NOT NULL,
 	owner oid NOT NULL,
+	send_roles oid[] NOT NULL DEFAULT '{}',
+	receive_roles oid[] NOT NULL DEFAULT '{}',
+	manage_roles oid[] NOT NULL DEFAULT '{}',
 	created_at timestamptz NOT NULL DEFAULT pg_catalog.now(),
 	msg_relid oid
 );
@@ -195,6 +198,27 @@ $$;
 REVOKE ALL ON FUNCTION @extschema@._lookup(text, boolean) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@._lookup(text, boolean) IS 'registry row of a queue by name';
 
+/* 42501 unless caller may manage the queue (owner, superuser, or granted). */
+CREATE FUNCTION @extschema@._check_manage(q @extschema@._queues, caller oid)
+	RETURNS void LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp AS $$
+BEGIN
+	IF caller = q.owner
+	   OR EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.oid = caller AND r.rolsuper)
+	   OR pg_catalog.pg_has_role(caller, q.owner, 'USAGE')
+	   OR EXISTS (SELECT 1 FROM pg_catalog.unnest(q.manage_roles) g
+				  WHERE g = 0 OR pg_catalog.pg_has_role(caller, g, 'USAGE')) THEN
+		RETURN;
+	END IF;
+	RAISE EXCEPTION 'permission denied for queue "%"', q.queue_name
+		USING ERRCODE = '42501',
+		DETAIL = 'This needs the manage privilege on the queue.',
+		HINT = pg_catalog.format('Its owner can run queue.grant(%L, <role>, ''{manage}'').', q.queue_name);
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@._check_manage(@extschema@._queues, oid) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._check_manage(@extschema@._queues, oid) IS 'refuse (42501) a caller who may not manage the queue';
+
 /*
  * Resolve a dead-letter queue name to its id, with its rules: it exists, is
  * of the source's type, is not the source, lets the source in by its
@@ -247,21 +271,22 @@ COMMENT ON FUNCTION @extschema@._dead_letter_id(text, boolean, bigint, text) IS 
 /* ---------------------------------------------------------------------
  * Queues
  * --------------------------------------------------------------------- */
-CREATE FUNCTION @extschema@.create(
+CREATE FUNCTION @extschema@._create(
 	queue_name text,
-	fifo boolean DEFAULT false,
-	visibility_timeout interval DEFAULT '30 seconds',
-	delay interval DEFAULT '0',
-	retention interval DEFAULT '4 days',
-	max_message_size integer DEFAULT 1048576,
-	receive_wait interval DEFAULT '0',
-	content_based_deduplication boolean DEFAULT false,
-	deduplication_window interval DEFAULT '5 minutes',
-	deduplication_scope text DEFAULT 'queue',
-	dead_letter_queue text DEFAULT NULL,
-	max_receive_count integer DEFAULT NULL,
-	redrive_allow text[] DEFAULT NULL,
-	tags jsonb DEFAULT '{}')
+	fifo boolean,
+	visibility_timeout interval,
+	delay interval,
+	retention interval,
+	max_message_size integer,
+	receive_wait interval,
+	content_based_deduplication boolean,
+	deduplication_window interval,
+	deduplication_scope text,
+	dead_letter_queue text,
+	max_receive_count integer,
+	redrive_allow text[],
+	tags jsonb,
+	caller oid)
 	RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp AS $$
 #variable_conflict use_variable
@@ -271,6 +296,11 @@ DECLARE
 	tbl text;
 BEGIN
 	PERFORM @extschema@._check_name(queue_name, 'queue_name');
+	IF NOT pg_catalog.has_database_privilege(caller, pg_catalog.current_database(), 'CREATE') THEN
+		RAISE EXCEPTION 'permission denied to create queue "%"', queue_name
+			USING ERRCODE = '42501',
+			DETAIL = 'Creating a queue needs the CREATE privilege on the database.';
+	END IF;
 	q.queue_name := queue_name;
 	q.fifo := fifo;
 	q.visibility_timeout := visibility_timeout;
@@ -317,7 +347,7 @@ BEGIN
 	VALUES (q.queue_name, q.fifo, q.visibility_timeout, q.delay, q.retention,
 		q.max_message_size, q.receive_wait, q.content_based_deduplication, q.deduplication_window,
 		q.deduplication_scope, q.dead_letter_queue, q.max_receive_count, q.redrive_allow, q.tags,
-		session_user::regrole::oid)
+		caller)
 	RETURNING * INTO q;
 
 	/*
@@ -413,23 +443,24 @@ BEGIN
 	RETURN q.queue_id;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.create(text, boolean, interval, interval, interval, integer, interval, boolean, interval, text, text, integer, text[], jsonb)
-	IS 'create a queue; returns its id (idempotent for identical attributes)';
+REVOKE ALL ON FUNCTION @extschema@._create(text, boolean, interval, interval, interval, integer, interval, boolean, interval, text, text, integer, text[], jsonb, oid) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._create(text, boolean, interval, interval, interval, integer, interval, boolean, interval, text, text, integer, text[], jsonb, oid) IS 'queue.create as the tables'' owner, for caller';
 
-CREATE FUNCTION @extschema@.alter(
+CREATE FUNCTION @extschema@._alter(
 	queue_name text,
-	visibility_timeout interval DEFAULT NULL,
-	delay interval DEFAULT NULL,
-	retention interval DEFAULT NULL,
-	max_message_size integer DEFAULT NULL,
-	receive_wait interval DEFAULT NULL,
-	content_based_deduplication boolean DEFAULT NULL,
-	deduplication_window interval DEFAULT NULL,
-	deduplication_scope text DEFAULT NULL,
-	dead_letter_queue text DEFAULT NULL,
-	max_receive_count integer DEFAULT NULL,
-	redrive_allow text[] DEFAULT NULL,
-	tags jsonb DEFAULT NULL)
+	visibility_timeout interval,
+	delay interval,
+	retention interval,
+	max_message_size integer,
+	receive_wait interval,
+	content_based_deduplication boolean,
+	deduplication_window interval,
+	deduplication_scope text,
+	dead_letter_queue text,
+	max_receive_count integer,
+	redrive_allow text[],
+	tags jsonb,
+	caller oid)
 	RETURNS void LANGUAGE plpgsql SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp AS $$
 #variable_conflict use_variable
@@ -437,6 +468,7 @@ DECLARE
 	q @extschema@._queues;
 BEGIN
 	q := @extschema@._lookup(queue_name, true);
+	PERFORM @extschema@._check_manage(q, caller);
 	q.visibility_timeout := coalesce(visibility_timeout, q.visibility_timeout);
 	q.delay := coalesce(delay, q.delay);
 	q.retention := coalesce(retention, q.retention);
@@ -471,10 +503,11 @@ BEGIN
 	PERFORM @extschema@._invalidate(q.msg_relid);
 END
 $$;
-COMMENT ON FUNCTION @extschema@.alter(text, interval, interval, interval, integer, interval, boolean, interval, text, text, integer, text[], jsonb)
-	IS 'change attributes of a queue (null leaves one unchanged)';
+REVOKE ALL ON FUNCTION @extschema@._alter(text, interval, interval, interval, integer, interval, boolean, interval, text, text, integer, text[], jsonb, oid) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._alter(text, interval, interval, interval, integer, interval, boolean, interval, text, text, integer, text[], jsonb, oid) IS 'queue.alter as the tables'' owner, for caller';
 
-CREATE FUNCTION @extschema@.drop(queue_name text, if_exists boolean DEFAULT false, force boolean DEFAULT false)
+CREATE FUNCTION @extschema@._drop(queue_name text, if_exists boolean, force boolean,
+	caller oid)
 	RETURNS boolean LANGUAGE plpgsql SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp AS $$
 #variable_conflict use_variable
@@ -495,6 +528,7 @@ BEGIN
 		END IF;
 		RAISE EXCEPTION 'queue "%" does not exist', queue_name USING ERRCODE = '42704';
 	END IF;
+	PERFORM @extschema@._check_manage(q, caller);
 	IF EXISTS (SELECT 1 FROM @extschema@._queues r WHERE r.dead_letter_queue = q.queue_id) THEN
 		IF NOT force THEN
 			RAISE EXCEPTION 'queue "%" is the dead-letter queue of other queues', queue_name
@@ -517,9 +551,11 @@ BEGIN
 	RETURN true;
 END
 $$;
-COMMENT ON FUNCTION @extschema@.drop(text, boolean, boolean) IS 'drop a queue and its messages (force: even if it is a dead-letter queue)';
+REVOKE ALL ON FUNCTION @extschema@._drop(text, boolean, boolean, oid) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._drop(text, boolean, boolean, oid) IS 'queue.drop as the tables'' owner, for caller';
 
-CREATE FUNCTION @extschema@.purge(queue_name text)
+CREATE FUNCTION @extschema@._purge(queue_name text,
+	caller oid)
 	RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER
 	SET search_path = pg_catalog, pg_temp AS $$
 #variable_conflict use_variable
@@ -528,6 +564,7 @@ DECLARE
 	n bigint;
 BEGIN
 	q := @extschema@._lookup(queue_name);
+	PERFORM @extschema@._check_manage(q, caller);
 	/* Deduplication ids stay: their window outlives the messages. */
 	IF q.fifo THEN
 		EXECUTE pg_catalog.format('LOCK TABLE queue_data.g%s IN SHARE ROW EXCLUSIVE MODE', q.queue_id);
@@ -539,7 +576,144 @@ BEGIN
 	RETURN n;
 END
 $$;
+REVOKE ALL ON FUNCTION @extschema@._purge(text, oid) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._purge(text, oid) IS 'queue.purge as the tables'' owner, for caller';
+
+/*
+ * queue.grant / queue.revoke: give or take send, receive, manage on a
+ * queue.  role_name is a role's name exactly as stored, or 'public'.
+ */
+CREATE FUNCTION @extschema@._grant_revoke(queue_name text, role_name text, privileges text[],
+	is_grant boolean, caller oid)
+	RETURNS void LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+	q @extschema@._queues;
+	grantee oid;
+	p text;
+BEGIN
+	q := @extschema@._lookup(queue_name, true);
+	PERFORM @extschema@._check_manage(q, caller);
+	IF role_name IS NULL THEN
+		RAISE EXCEPTION 'argument "role_name" must not be null' USING ERRCODE = '22004';
+	END IF;
+	IF privileges IS NULL OR array_position(privileges, NULL) IS NOT NULL THEN
+		RAISE EXCEPTION 'argument "privileges" must not be null or hold nulls' USING ERRCODE = '22004';
+	END IF;
+	IF cardinality(privileges) = 0 THEN
+		RAISE EXCEPTION 'argument "privileges" must name at least one privilege' USING ERRCODE = '22023';
+	END IF;
+	FOREACH p IN ARRAY privileges LOOP
+		IF p NOT IN ('send', 'receive', 'manage') THEN
+			RAISE EXCEPTION 'argument "privileges": unknown privilege "%"', p
+				USING ERRCODE = '22023', HINT = 'The privileges are send, receive and manage.';
+		END IF;
+	END LOOP;
+	IF lower(role_name) = 'public' THEN
+		grantee := 0;
+	ELSE
+		SELECT r.oid INTO grantee FROM pg_catalog.pg_roles r WHERE r.rolname = role_name;
+		IF NOT FOUND THEN
+			RAISE EXCEPTION 'role "%" does not exist', role_name USING ERRCODE = '42704';
+		END IF;
+	END IF;
+	IF is_grant THEN
+		UPDATE @extschema@._queues r SET
+			send_roles = CASE WHEN 'send' = ANY (privileges) AND NOT grantee = ANY (r.send_roles)
+							  THEN r.send_roles || grantee ELSE r.send_roles END,
+			receive_roles = CASE WHEN 'receive' = ANY (privileges) AND NOT grantee = ANY (r.receive_roles)
+								 THEN r.receive_roles || grantee ELSE r.receive_roles END,
+			manage_roles = CASE WHEN 'manage' = ANY (privileges) AND NOT grantee = ANY (r.manage_roles)
+								THEN r.manage_roles || grantee ELSE r.manage_roles END
+		WHERE r.queue_id = q.queue_id;
+	ELSE
+		UPDATE @extschema@._queues r SET
+			send_roles = CASE WHEN 'send' = ANY (privileges) THEN array_remove(r.send_roles, grantee) ELSE r.send_roles END,
+			receive_roles = CASE WHEN 'receive' = ANY (privileges) THEN array_remove(r.receive_roles, grantee) ELSE r.receive_roles END,
+			manage_roles = CASE WHEN 'manage' = ANY (privileges) THEN array_remove(r.manage_roles, grantee) ELSE r.manage_roles END
+		WHERE r.queue_id = q.queue_id;
+	END IF;
+	PERFORM @extschema@._invalidate(q.msg_relid);
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@._grant_revoke(text, text, text[], boolean, oid) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._grant_revoke(text, text, text[], boolean, oid) IS 'queue.grant and queue.revoke as the tables'' owner, for caller';
+
+CREATE FUNCTION @extschema@._grant(queue_name text, role_name text, privileges text[], caller oid)
+	RETURNS void LANGUAGE sql
+	SET search_path = pg_catalog, pg_temp
+	AS $$ SELECT @extschema@._grant_revoke(queue_name, role_name, privileges, true, caller) $$;
+REVOKE ALL ON FUNCTION @extschema@._grant(text, text, text[], oid) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._grant(text, text, text[], oid) IS 'queue.grant as the tables'' owner, for caller';
+
+CREATE FUNCTION @extschema@._revoke(queue_name text, role_name text, privileges text[], caller oid)
+	RETURNS void LANGUAGE sql
+	SET search_path = pg_catalog, pg_temp
+	AS $$ SELECT @extschema@._grant_revoke(queue_name, role_name, privileges, false, caller) $$;
+REVOKE ALL ON FUNCTION @extschema@._revoke(text, text, text[], oid) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._revoke(text, text, text[], oid) IS 'queue.revoke as the tables'' owner, for caller';
+
+/*
+ * The administrative entry points: C wrappers (acl.c) that note the caller
+ * and call the PL/pgSQL above as the tables' owner.
+ */
+CREATE FUNCTION @extschema@.create(
+	queue_name text,
+	fifo boolean DEFAULT false,
+	visibility_timeout interval DEFAULT '30 seconds',
+	delay interval DEFAULT '0',
+	retention interval DEFAULT '4 days',
+	max_message_size integer DEFAULT 1048576,
+	receive_wait interval DEFAULT '0',
+	content_based_deduplication boolean DEFAULT false,
+	deduplication_window interval DEFAULT '5 minutes',
+	deduplication_scope text DEFAULT 'queue',
+	dead_letter_queue text DEFAULT NULL,
+	max_receive_count integer DEFAULT NULL,
+	redrive_allow text[] DEFAULT NULL,
+	tags jsonb DEFAULT '{}')
+	RETURNS bigint
+	LANGUAGE C AS 'MODULE_PATHNAME', 'queue_admin_call';
+COMMENT ON FUNCTION @extschema@.create(text, boolean, interval, interval, interval, integer, interval, boolean, interval, text, text, integer, text[], jsonb) IS 'create a queue; returns its id (idempotent for identical attributes)';
+
+CREATE FUNCTION @extschema@.alter(
+	queue_name text,
+	visibility_timeout interval DEFAULT NULL,
+	delay interval DEFAULT NULL,
+	retention interval DEFAULT NULL,
+	max_message_size integer DEFAULT NULL,
+	receive_wait interval DEFAULT NULL,
+	content_based_deduplication boolean DEFAULT NULL,
+	deduplication_window interval DEFAULT NULL,
+	deduplication_scope text DEFAULT NULL,
+	dead_letter_queue text DEFAULT NULL,
+	max_receive_count integer DEFAULT NULL,
+	redrive_allow text[] DEFAULT NULL,
+	tags jsonb DEFAULT NULL)
+	RETURNS void
+	LANGUAGE C AS 'MODULE_PATHNAME', 'queue_admin_call';
+COMMENT ON FUNCTION @extschema@.alter(text, interval, interval, interval, integer, interval, boolean, interval, text, text, integer, text[], jsonb) IS 'change attributes of a queue (null leaves one unchanged; dead_letter_queue => '' removes it)';
+
+CREATE FUNCTION @extschema@.drop(queue_name text, if_exists boolean DEFAULT false, force boolean DEFAULT false)
+	RETURNS boolean
+	LANGUAGE C AS 'MODULE_PATHNAME', 'queue_admin_call';
+COMMENT ON FUNCTION @extschema@.drop(text, boolean, boolean) IS 'drop a queue and its messages (force: even if it is a dead-letter queue)';
+
+CREATE FUNCTION @extschema@.purge(queue_name text)
+	RETURNS bigint
+	LANGUAGE C AS 'MODULE_PATHNAME', 'queue_admin_call';
 COMMENT ON FUNCTION @extschema@.purge(text) IS 'delete every message of a queue; returns how many';
+
+CREATE FUNCTION @extschema@.grant(queue_name text, role_name text, privileges text[])
+	RETURNS void
+	LANGUAGE C AS 'MODULE_PATHNAME', 'queue_admin_call';
+COMMENT ON FUNCTION @extschema@.grant(text, text, text[]) IS 'give a role send, receive and/or manage on a queue';
+
+CREATE FUNCTION @extschema@.revoke(queue_name text, role_name text, privileges text[])
+	RETURNS void
+	LANGUAGE C AS 'MODULE_PATHNAME', 'queue_admin_call';
+COMMENT ON FUNCTION @extschema@.revoke(text, text, text[]) IS 'take send, receive and/or manage on a queue from a role';
 
 CREATE VIEW @extschema@.queues AS
 	SELECT r.queue_name, r.queue_id, r.fifo, r.visibility_timeout, r.delay, r.retention,
@@ -612,6 +786,9 @@ CREATE VIEW @extschema@.stats AS
 		 LATERAL @extschema@._counters(r.queue_id) c;
 COMMENT ON VIEW @extschema@.stats IS 'per-queue depth and cumulative counters';
 
+/* Like the functions, the views are gated by USAGE on schema queue alone. */
+GRANT SELECT ON @extschema@.queues, @extschema@.stats TO PUBLIC;
+
 /* ---------------------------------------------------------------------
  * Messages: the hot path, in C with plans prepared once per backend.
  * --------------------------------------------------------------------- */
@@ -619,7 +796,7 @@ CREATE FUNCTION @extschema@.send(queue_name text, body text, delay interval DEFA
 	message_group_id text DEFAULT NULL, deduplication_id text DEFAULT NULL,
 	attributes jsonb DEFAULT NULL)
 	RETURNS TABLE (message_id bigint, sequence_number bigint, duplicate boolean)
-	LANGUAGE C SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+	LANGUAGE C
 	AS 'MODULE_PATHNAME', 'queue_send';
 COMMENT ON FUNCTION @extschema@.send(text, text, interval, text, text, jsonb) IS 'send a text message';
 
@@ -627,7 +804,7 @@ CREATE FUNCTION @extschema@.send(queue_name text, body jsonb, delay interval DEF
 	message_group_id text DEFAULT NULL, deduplication_id text DEFAULT NULL,
 	attributes jsonb DEFAULT NULL)
 	RETURNS TABLE (message_id bigint, sequence_number bigint, duplicate boolean)
-	LANGUAGE C SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+	LANGUAGE C
 	AS 'MODULE_PATHNAME', 'queue_send';
 COMMENT ON FUNCTION @extschema@.send(text, jsonb, interval, text, text, jsonb) IS 'send a jsonb message (stored and returned as its text)';
 
@@ -635,7 +812,7 @@ CREATE FUNCTION @extschema@.send_batch(queue_name text, bodies text[], delay int
 	message_group_ids text[] DEFAULT NULL, deduplication_ids text[] DEFAULT NULL,
 	attributes jsonb[] DEFAULT NULL)
 	RETURNS TABLE (ordinal integer, message_id bigint, sequence_number bigint, duplicate boolean)
-	LANGUAGE C SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+	LANGUAGE C
 	AS 'MODULE_PATHNAME', 'queue_send_batch';
 COMMENT ON FUNCTION @extschema@.send_batch(text, text[], interval, text[], text[], jsonb[]) IS 'send text messages, all or none';
 
@@ -643,7 +820,7 @@ CREATE FUNCTION @extschema@.send_batch(queue_name text, bodies jsonb[], delay in
 	message_group_ids text[] DEFAULT NULL, deduplication_ids text[] DEFAULT NULL,
 	attributes jsonb[] DEFAULT NULL)
 	RETURNS TABLE (ordinal integer, message_id bigint, sequence_number bigint, duplicate boolean)
-	LANGUAGE C SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+	LANGUAGE C
 	AS 'MODULE_PATHNAME', 'queue_send_batch';
 COMMENT ON FUNCTION @extschema@.send_batch(text, jsonb[], interval, text[], text[], jsonb[]) IS 'send jsonb messages, all or none';
 
@@ -651,44 +828,44 @@ CREATE FUNCTION @extschema@.receive(queue_name text, max_messages integer DEFAUL
 	visibility_timeout interval DEFAULT NULL, wait interval DEFAULT NULL,
 	receive_attempt_id text DEFAULT NULL)
 	RETURNS SETOF @extschema@.message
-	LANGUAGE C SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+	LANGUAGE C
 	AS 'MODULE_PATHNAME', 'queue_receive';
 COMMENT ON FUNCTION @extschema@.receive(text, integer, interval, interval, text) IS 'lease up to max_messages visible messages';
 
 CREATE FUNCTION @extschema@.delete(queue_name text, receipt text)
 	RETURNS boolean
-	LANGUAGE C SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+	LANGUAGE C
 	AS 'MODULE_PATHNAME', 'queue_delete';
 COMMENT ON FUNCTION @extschema@.delete(text, text) IS 'delete a received message by its latest receipt';
 
 CREATE FUNCTION @extschema@.delete_batch(queue_name text, receipts text[])
 	RETURNS TABLE (ordinal integer, deleted boolean)
-	LANGUAGE C SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+	LANGUAGE C
 	AS 'MODULE_PATHNAME', 'queue_delete_batch';
 COMMENT ON FUNCTION @extschema@.delete_batch(text, text[]) IS 'delete received messages by their latest receipts, all or none';
 
 CREATE FUNCTION @extschema@.change_visibility(queue_name text, receipt text, visibility_timeout interval)
 	RETURNS void
-	LANGUAGE C SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+	LANGUAGE C
 	AS 'MODULE_PATHNAME', 'queue_change_visibility';
 COMMENT ON FUNCTION @extschema@.change_visibility(text, text, interval) IS 'set when a received message becomes visible again, counted from now';
 
 CREATE FUNCTION @extschema@.change_visibility_batch(queue_name text, receipts text[], visibility_timeout interval)
 	RETURNS TABLE (ordinal integer, changed boolean)
-	LANGUAGE C SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+	LANGUAGE C
 	AS 'MODULE_PATHNAME', 'queue_change_visibility_batch';
 COMMENT ON FUNCTION @extschema@.change_visibility_batch(text, text[], interval) IS 'change_visibility for many receipts, all or none';
 
 CREATE FUNCTION @extschema@.redrive(source_queue text, destination_queue text DEFAULT NULL,
 	max_messages bigint DEFAULT NULL)
 	RETURNS bigint
-	LANGUAGE C SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+	LANGUAGE C
 	AS 'MODULE_PATHNAME', 'queue_redrive';
 COMMENT ON FUNCTION @extschema@.redrive(text, text, bigint) IS 'move dead letters back to the queue each came from (or to destination_queue)';
 
 CREATE FUNCTION @extschema@.peek(queue_name text, max_messages integer DEFAULT 10)
 	RETURNS SETOF @extschema@.message
-	LANGUAGE C SECURITY DEFINER SET search_path = pg_catalog, pg_temp
+	LANGUAGE C
 	AS 'MODULE_PATHNAME', 'queue_peek';
 COMMENT ON FUNCTION @extschema@.peek(text, integer) IS 'look at messages in delivery order without changing anything';
 

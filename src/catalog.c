@@ -18,6 +18,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/sinval.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -159,7 +160,8 @@ load_entry(CacheEntry *e, text *name)
 						   " deduplication_scope = 'message_group',"
 						   " coalesce(max_receive_count, 0), dead_letter_queue,"
 						   " (SELECT d.queue_name FROM queue._queues d"
-						   "  WHERE d.queue_id = r.dead_letter_queue)"
+						   "  WHERE d.queue_id = r.dead_letter_queue),"
+						   " owner, send_roles, receive_roles, manage_roles"
 						   " FROM queue._queues r WHERE queue_name = $1",
 						   1, argtypes);
 		if (plan == NULL)
@@ -200,6 +202,16 @@ load_entry(CacheEntry *e, text *name)
 
 		strlcpy(e->meta.dlq_name, n, sizeof(e->meta.dlq_name));
 	}
+	e->meta.owner = DatumGetObjectId(SPI_getbinval(tup, desc, 15, &isnull));
+	for (int p = 0; p < QPRIV_NUM; p++)
+	{
+		ArrayType  *arr = DatumGetArrayTypeP(SPI_getbinval(tup, desc, 16 + p, &isnull));
+		int			n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
+
+		e->meta.ngrants[p] = n;
+		e->meta.grants[p] = MemoryContextAlloc(CacheMemoryContext, Max(n, 1) * sizeof(Oid));
+		memcpy(e->meta.grants[p], ARR_DATA_PTR(arr), n * sizeof(Oid));
+	}
 	return true;
 }
 
@@ -239,8 +251,14 @@ queue_lookup(text *name)
 	if (found && e->valid)
 		return &e->meta;
 	if (found)
+	{
 		queue_release_plans(&e->meta);
+		for (int p = 0; p < QPRIV_NUM; p++)
+			if (e->meta.grants[p] != NULL)
+				pfree(e->meta.grants[p]);
+	}
 	memset(&e->meta.plans, 0, sizeof(e->meta.plans));
+	memset(&e->meta.grants, 0, sizeof(e->meta.grants));
 	e->valid = false;
 
 	count_before = inval_count;

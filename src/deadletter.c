@@ -237,6 +237,7 @@ redrive_to(QueueMeta *dlq, QueueMeta *dest, int n, int64 *ids, Datum *groups)
 Datum
 queue_redrive(PG_FUNCTION_ARGS)
 {
+	QueueCall	call;
 	QueueMeta  *dlq;
 	QueueMeta  *dest = NULL;
 	int64		limit = PG_INT64_MAX;
@@ -254,12 +255,12 @@ queue_redrive(PG_FUNCTION_ARGS)
 	}
 	queue_check_read_write();
 
-	SPI_connect();
 	dlq_name = PG_GETARG_TEXT_PP(0);
-	dlq = queue_lookup(dlq_name);
+	dlq = queue_open(&call, dlq_name, QPRIV_MANAGE);
 	if (!PG_ARGISNULL(1))
 	{
 		dest = queue_lookup(PG_GETARG_TEXT_PP(1));
+		queue_check_privilege(dest, call.caller, QPRIV_SEND);
 		if (dest->id == dlq->id)
 			ereport(ERROR,
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
@@ -376,6 +377,6 @@ queue_redrive(PG_FUNCTION_ARGS)
 			break;
 		CHECK_FOR_INTERRUPTS();
 	}
-	SPI_finish();
+	queue_close(&call);
 	PG_RETURN_INT64((int64) total);
 }

@@ -55,6 +55,15 @@ typedef enum QueuePlanKind
 	QP_NUM_PLANS
 } QueuePlanKind;
 
+/* The privileges of DESIGN.md "Access". */
+typedef enum QueuePriv
+{
+	QPRIV_SEND,
+	QPRIV_RECEIVE,
+	QPRIV_MANAGE,
+	QPRIV_NUM
+} QueuePriv;
+
 /*
  * What a backend remembers of one queue.  Keyed by name; valid until a
  * relcache invalidation of the queue's message table (sent by alter, drop,
@@ -77,8 +86,25 @@ typedef struct QueueMeta
 	int32		max_receive_count;	/* 0: no dead-letter queue */
 	int64		dlq_id;
 	char		dlq_name[QUEUE_NAME_MAX + 1];
+	Oid			owner;
+	int			ngrants[QPRIV_NUM];
+	Oid		   *grants[QPRIV_NUM];	/* roles granted each (0: PUBLIC) */
 	SPIPlanPtr	plans[QP_NUM_PLANS];
 } QueueMeta;
+
+/* acl.c */
+typedef struct QueueCall
+{
+	Oid			caller;			/* who called: checked against the queue */
+	Oid			save_userid;
+	int			save_sec;
+} QueueCall;
+
+extern void queue_enter(QueueCall *call);
+extern void queue_leave(QueueCall *call);
+extern void queue_check_privilege(QueueMeta *q, Oid caller, QueuePriv priv);
+extern QueueMeta *queue_open(QueueCall *call, text *name, QueuePriv priv);
+extern void queue_close(QueueCall *call);
 
 /* catalog.c */
 extern void queue_check_name(text *name, const char *argname);

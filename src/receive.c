@@ -289,6 +289,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 Datum
 queue_receive(PG_FUNCTION_ARGS)
 {
+	QueueCall	call;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	QueueMeta  *q;
 	int32		max_messages;
@@ -309,8 +310,7 @@ queue_receive(PG_FUNCTION_ARGS)
 	queue_check_read_write();
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 
-	SPI_connect();
-	q = queue_lookup(PG_GETARG_TEXT_PP(0));
+	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_RECEIVE);
 	vt = queue_arg_interval(fcinfo, 2, "visibility_timeout", 0,
 							QUEUE_MAX_VISIBILITY, q->visibility_timeout);
 	wait = queue_arg_interval(fcinfo, 3, "wait", 0, QUEUE_MAX_WAIT,
@@ -331,7 +331,7 @@ queue_receive(PG_FUNCTION_ARGS)
 	now = GetCurrentTimestamp();
 	if (attempt != NULL && replay_attempt(rsinfo, q, attempt, now))
 	{
-		SPI_finish();
+		queue_close(&call);
 		return (Datum) 0;
 	}
 
@@ -387,7 +387,7 @@ queue_receive(PG_FUNCTION_ARGS)
 		if (attempt != NULL)
 			record_attempt(q, attempt, now, nonce, &got);
 	}
-	SPI_finish();
+	queue_close(&call);
 	return (Datum) 0;
 }
 
@@ -395,6 +395,7 @@ queue_receive(PG_FUNCTION_ARGS)
 Datum
 queue_peek(PG_FUNCTION_ARGS)
 {
+	QueueCall	call;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	QueueMeta  *q;
 	int32		max_messages;
@@ -405,8 +406,7 @@ queue_peek(PG_FUNCTION_ARGS)
 	max_messages = queue_arg_int(fcinfo, 1, "max_messages", 1, PG_INT32_MAX, -1);
 	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
 
-	SPI_connect();
-	q = queue_lookup(PG_GETARG_TEXT_PP(0));
+	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_MANAGE);
 	args[0] = TimestampTzGetDatum(GetCurrentTimestamp() - q->retention);
 	args[1] = Int32GetDatum(max_messages);
 	rc = SPI_execute_plan(queue_plan(q, q->fifo ? QP_PEEK_FIFO : QP_PEEK),
@@ -414,6 +414,6 @@ queue_peek(PG_FUNCTION_ARGS)
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "queue peek failed: %s", SPI_result_code_string(rc));
 	emit_messages(rsinfo, q, SPI_tuptable, SPI_processed, false, 0);
-	SPI_finish();
+	queue_close(&call);
 	return (Datum) 0;
 }

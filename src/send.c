@@ -290,6 +290,7 @@ send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
 Datum
 queue_send(PG_FUNCTION_ARGS)
 {
+	QueueCall	call;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	bool		is_jsonb = get_fn_expr_argtype(fcinfo->flinfo, 1) == JSONBOID;
 	QueueMeta  *q;
@@ -313,8 +314,7 @@ queue_send(PG_FUNCTION_ARGS)
 	queue_check_read_write();
 	InitMaterializedSRF(fcinfo, 0);
 
-	SPI_connect();
-	q = queue_lookup(PG_GETARG_TEXT_PP(0));
+	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_SEND);
 	delay = send_delay(fcinfo, q);
 
 	/* FIFO and deduplicated sends take the general path, as a batch of one. */
@@ -338,7 +338,7 @@ queue_send(PG_FUNCTION_ARGS)
 		b.attrs = &attrs;
 		b.attr_nulls = &anull;
 		send_general(rsinfo, q, &b, delay, false);
-		SPI_finish();
+		queue_close(&call);
 		return (Datum) 0;
 	}
 
@@ -362,7 +362,7 @@ queue_send(PG_FUNCTION_ARGS)
 	values[2] = BoolGetDatum(false);
 	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
 	queue_count(q->id, QC_SENT, 1);
-	SPI_finish();
+	queue_close(&call);
 	return (Datum) 0;
 }
 
@@ -400,6 +400,7 @@ batch_array(FunctionCallInfo fcinfo, int argno, const char *argname, int n,
 Datum
 queue_send_batch(PG_FUNCTION_ARGS)
 {
+	QueueCall	call;
 	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
 	bool		is_jsonb = get_fn_expr_argtype(fcinfo->flinfo, 1) == JSONBARRAYOID;
 	ArrayType  *bodies;
@@ -426,8 +427,7 @@ queue_send_batch(PG_FUNCTION_ARGS)
 	queue_check_read_write();
 	InitMaterializedSRF(fcinfo, 0);
 
-	SPI_connect();
-	q = queue_lookup(PG_GETARG_TEXT_PP(0));
+	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_SEND);
 	delay = send_delay(fcinfo, q);
 
 	/* Bodies become text, each checked against the size limit. */
@@ -437,6 +437,6 @@ queue_send_batch(PG_FUNCTION_ARGS)
 		b.bodies[i] = PointerGetDatum(body_text(b.bodies[i], is_jsonb, q, "bodies"));
 
 	send_general(rsinfo, q, &b, delay, true);
-	SPI_finish();
+	queue_close(&call);
 	return (Datum) 0;
 }

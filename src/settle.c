@@ -171,6 +171,7 @@ settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b, Datum extra)
 Datum
 queue_delete(PG_FUNCTION_ARGS)
 {
+	QueueCall	call;
 	QueueMeta  *q;
 	ReceiptBatch b;
 	int64		id;
@@ -182,8 +183,7 @@ queue_delete(PG_FUNCTION_ARGS)
 	queue_arg_notnull(fcinfo, 1, "receipt");
 	queue_check_read_write();
 
-	SPI_connect();
-	q = queue_lookup(PG_GETARG_TEXT_PP(0));
+	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_RECEIVE);
 	queue_receipt_parse(PG_GETARG_TEXT_PP(1), q->id, &id, &nonce);
 
 	/* FIFO deletes lock and refresh the group: the batch path does that. */
@@ -195,7 +195,7 @@ queue_delete(PG_FUNCTION_ARGS)
 		b.done = (bool[1]) {false};
 		if (settle_batch(q, QP_DELETE_BATCH, &b, (Datum) 0) > 0)
 			queue_count(q->id, QC_DELETED, 1);
-		SPI_finish();
+		queue_close(&call);
 		PG_RETURN_BOOL(b.done[0]);
 	}
 
@@ -207,7 +207,7 @@ queue_delete(PG_FUNCTION_ARGS)
 	if (SPI_processed == 1)
 	{
 		queue_count(q->id, QC_DELETED, 1);
-		SPI_finish();
+		queue_close(&call);
 		PG_RETURN_BOOL(true);
 	}
 
@@ -217,7 +217,7 @@ queue_delete(PG_FUNCTION_ARGS)
 	b.nonces = &nonce;
 	b.done = (bool[1]) {false};
 	check_misses(q, &b);
-	SPI_finish();
+	queue_close(&call);
 	PG_RETURN_BOOL(false);
 }
 
@@ -225,6 +225,7 @@ queue_delete(PG_FUNCTION_ARGS)
 Datum
 queue_delete_batch(PG_FUNCTION_ARGS)
 {
+	QueueCall	call;
 	QueueMeta  *q;
 	ReceiptBatch b;
 	int			ndone;
@@ -234,14 +235,13 @@ queue_delete_batch(PG_FUNCTION_ARGS)
 	queue_check_read_write();
 	InitMaterializedSRF(fcinfo, 0);
 
-	SPI_connect();
-	q = queue_lookup(PG_GETARG_TEXT_PP(0));
+	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_RECEIVE);
 	parse_batch(PG_GETARG_ARRAYTYPE_P(1), q->id, &b);
 	ndone = settle_batch(q, QP_DELETE_BATCH, &b, (Datum) 0);
 	if (ndone > 0)
 		queue_count(q->id, QC_DELETED, ndone);
 	emit_batch(fcinfo, &b);
-	SPI_finish();
+	queue_close(&call);
 	return (Datum) 0;
 }
 
@@ -262,6 +262,7 @@ new_visible_at(FunctionCallInfo fcinfo, int argno, QueueMeta *q)
 Datum
 queue_change_visibility(PG_FUNCTION_ARGS)
 {
+	QueueCall	call;
 	QueueMeta  *q;
 	int64		id;
 	uint64		nonce;
@@ -273,8 +274,7 @@ queue_change_visibility(PG_FUNCTION_ARGS)
 	queue_arg_notnull(fcinfo, 2, "visibility_timeout");
 	queue_check_read_write();
 
-	SPI_connect();
-	q = queue_lookup(PG_GETARG_TEXT_PP(0));
+	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_RECEIVE);
 	queue_receipt_parse(PG_GETARG_TEXT_PP(1), q->id, &id, &nonce);
 	args[2] = new_visible_at(fcinfo, 2, q);
 
@@ -288,7 +288,7 @@ queue_change_visibility(PG_FUNCTION_ARGS)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 					 errmsg("message " INT64_FORMAT " was deleted", id)));
-		SPI_finish();
+		queue_close(&call);
 		PG_RETURN_VOID();
 	}
 
@@ -306,7 +306,7 @@ queue_change_visibility(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("message " INT64_FORMAT " was deleted", id)));
 	}
-	SPI_finish();
+	queue_close(&call);
 	PG_RETURN_VOID();
 }
 
@@ -314,6 +314,7 @@ queue_change_visibility(PG_FUNCTION_ARGS)
 Datum
 queue_change_visibility_batch(PG_FUNCTION_ARGS)
 {
+	QueueCall	call;
 	QueueMeta  *q;
 	ReceiptBatch b;
 
@@ -323,11 +324,10 @@ queue_change_visibility_batch(PG_FUNCTION_ARGS)
 	queue_check_read_write();
 	InitMaterializedSRF(fcinfo, 0);
 
-	SPI_connect();
-	q = queue_lookup(PG_GETARG_TEXT_PP(0));
+	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_RECEIVE);
 	parse_batch(PG_GETARG_ARRAYTYPE_P(1), q->id, &b);
 	(void) settle_batch(q, QP_CHANGE_VIS_BATCH, &b, new_visible_at(fcinfo, 2, q));
 	emit_batch(fcinfo, &b);
-	SPI_finish();
+	queue_close(&call);
 	return (Datum) 0;
 }

@@ -1,0 +1,229 @@
+/*-------------------------------------------------------------------------
+ *
+ * acl.c
+ *	  Who may do what to a queue, and how a call reaches the queue tables.
+ *
+ * The tables behind queues belong to the extension's owner and no one else
+ * may read or write them.  A call comes in as its caller (the API functions
+ * are not SECURITY DEFINER, so GetUserId() is exactly the role that called,
+ * even from inside another role's SECURITY DEFINER function), is checked
+ * against the queue's owner and grants, and only then switches to the
+ * tables' owner for its SPI work (queue_enter), with a search path of
+ * pg_catalog alone so no object a user created can stand in for ours.
+ *
+ * Privileges (DESIGN.md "Access"): send; receive (receive, delete,
+ * change_visibility); manage (alter, purge, drop, peek, redrive, grant,
+ * revoke).  Superusers and the owner hold all; a grant to PUBLIC is a grant
+ * to every role.  Anything else is refused with 42501 before a row is
+ * touched.
+ *
+ * The administrative functions (create, alter, drop, purge, grant, revoke)
+ * are PL/pgSQL, reached through queue_admin_call: it notes the caller,
+ * enters as the owner, and calls queue._<name>(<same arguments>, caller).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_namespace.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/syscache.h"
+
+#include "queue.h"
+
+PG_FUNCTION_INFO_V1(queue_admin_call);
+
+static const char *const priv_names[] = {"send", "receive", "manage"};
+
+/* The owner of the queue tables: the owner of schema queue_data. */
+static Oid
+tables_owner(void)
+{
+	Oid			nsp = get_namespace_oid("queue_data", false);
+	HeapTuple	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
+	Oid			owner;
+
+	if (!HeapTupleIsValid(tup))
+		elog(ERROR, "cache lookup failed for schema %u", nsp);
+	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
+	ReleaseSysCache(tup);
+	return owner;
+}
+
+/* pg_catalog alone: what every statement of ours is parsed under. */
+static OverrideSearchPath *
+catalog_path(void)
+{
+	static OverrideSearchPath *path = NULL;
+
+	if (path == NULL)
+	{
+		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
+
+		path = palloc0(sizeof(OverrideSearchPath));
+		path->schemas = NIL;
+		path->addCatalog = true;
+		path->addTemp = false;
+		MemoryContextSwitchTo(old);
+	}
+	return path;
+}
+
+/*
+ * Become the tables' owner with a pinned search path.  An error on the way
+ * out is fine: transaction abort restores the user and the search path.
+ */
+void
+queue_enter(QueueCall *call)
+{
+	GetUserIdAndSecContext(&call->save_userid, &call->save_sec);
+	call->caller = call->save_userid;
+	SetUserIdAndSecContext(tables_owner(),
+						   call->save_sec | SECURITY_LOCAL_USERID_CHANGE);
+	PushOverrideSearchPath(catalog_path());
+}
+
+void
+queue_leave(QueueCall *call)
+{
+	PopOverrideSearchPath();
+	SetUserIdAndSecContext(call->save_userid, call->save_sec);
+}
+
+static bool
+granted(const Oid *roles, int nroles, Oid caller)
+{
+	for (int i = 0; i < nroles; i++)
+		if (roles[i] == InvalidOid || has_privs_of_role(caller, roles[i]))
+			return true;
+	return false;
+}
+
+/* 42501 unless caller holds priv on q. */
+void
+queue_check_privilege(QueueMeta *q, Oid caller, QueuePriv priv)
+{
+	if (caller == q->owner || superuser_arg(caller) ||
+		has_privs_of_role(caller, q->owner) ||
+		granted(q->grants[priv], q->ngrants[priv], caller))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied for queue \"%s\"", q->name),
+			 errdetail("This needs the %s privilege on the queue.", priv_names[priv]),
+			 errhint("Its owner can run queue.grant('%s', <role>, '{%s}').",
+					 q->name, priv_names[priv])));
+}
+
+/*
+ * The SQL entry of the administrative functions: queue.<name>(args) calls
+ * queue._<name>(args, caller) as the tables' owner.  The statement text is
+ * built once per call site (fn_extra) from the function's own name and
+ * argument count; only those and "$n" ever enter it.
+ */
+typedef struct AdminCall
+{
+	SPIPlanPtr	plan;
+	int			nargs;
+} AdminCall;
+
+Datum
+queue_admin_call(PG_FUNCTION_ARGS)
+{
+	AdminCall  *ac = (AdminCall *) fcinfo->flinfo->fn_extra;
+	QueueCall	call;
+	Datum	   *values;
+	char	   *nulls;
+	Datum		result;
+	bool		isnull;
+	int			rc;
+
+	queue_enter(&call);
+	SPI_connect();
+	if (ac == NULL)
+	{
+		Oid			fn = fcinfo->flinfo->fn_oid;
+		Oid		   *declared;
+		int			nargs;
+		Oid		   *types;
+		StringInfoData sql;
+
+		(void) get_func_signature(fn, &declared, &nargs);
+		types = palloc((nargs + 1) * sizeof(Oid));
+		initStringInfo(&sql);
+		appendStringInfo(&sql, "SELECT queue.%s(",
+						 quote_identifier(psprintf("_%s", get_func_name(fn))));
+		for (int i = 0; i < nargs; i++)
+		{
+			types[i] = declared[i];
+			appendStringInfo(&sql, "$%d, ", i + 1);
+		}
+		types[nargs] = OIDOID;
+		appendStringInfo(&sql, "$%d)", nargs + 1);
+
+		ac = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(AdminCall));
+		ac->nargs = nargs;
+		ac->plan = SPI_prepare(sql.data, nargs + 1, types);
+		if (ac->plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(ac->plan);
+		fcinfo->flinfo->fn_extra = ac;
+	}
+
+	values = palloc((ac->nargs + 1) * sizeof(Datum));
+	nulls = palloc((ac->nargs + 1) * sizeof(char));
+	for (int i = 0; i < ac->nargs; i++)
+	{
+		values[i] = PG_ARGISNULL(i) ? (Datum) 0 : PG_GETARG_DATUM(i);
+		nulls[i] = PG_ARGISNULL(i) ? 'n' : ' ';
+	}
+	values[ac->nargs] = ObjectIdGetDatum(call.caller);
+	nulls[ac->nargs] = ' ';
+
+	rc = SPI_execute_plan(ac->plan, values, nulls, false, 1);
+	if (rc != SPI_OK_SELECT || SPI_processed != 1)
+		elog(ERROR, "queue administrative call failed: %s", SPI_result_code_string(rc));
+	result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+	if (!isnull)
+		result = SPI_datumTransfer(result,
+								   SPI_tuptable->tupdesc->attrs[0].attbyval,
+								   SPI_tuptable->tupdesc->attrs[0].attlen);
+	SPI_finish();
+	queue_leave(&call);
+	if (isnull)
+		PG_RETURN_NULL();
+	return result;
+}
+
+/*
+ * The start of every API call on a queue: enter as the tables' owner,
+ * connect SPI, find the queue and check the caller's privilege on it.
+ */
+QueueMeta *
+queue_open(QueueCall *call, text *name, QueuePriv priv)
+{
+	QueueMeta  *q;
+
+	queue_enter(call);
+	SPI_connect();
+	q = queue_lookup(name);
+	queue_check_privilege(q, call->caller, priv);
+	return q;
+}
+
+/* The end of an API call: the other half of queue_open. */
+void
+queue_close(QueueCall *call)
+{
+	SPI_finish();
+	queue_leave(call);
+}
