@@ -90,9 +90,9 @@ CREATE FUNCTION @extschema@._register()
 	RETURNS void LANGUAGE C AS 'MODULE_PATHNAME', 'queue_register_sql';
 COMMENT ON FUNCTION @extschema@._register() IS 'ask the launcher for a queue worker in this database';
 
-CREATE FUNCTION @extschema@._reset_counters(queue_id bigint)
+CREATE FUNCTION @extschema@._reset_counters(queue_id bigint, dropped boolean)
 	RETURNS void LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'queue_reset_counters_sql';
-COMMENT ON FUNCTION @extschema@._reset_counters(bigint) IS 'zero the shared counters of a new queue id';
+COMMENT ON FUNCTION @extschema@._reset_counters(bigint, boolean) IS 'zero the shared counters of a new queue id, or free those of a dropped one';
 
 CREATE FUNCTION @extschema@._preloaded()
 	RETURNS boolean LANGUAGE C AS 'MODULE_PATHNAME', 'queue_preloaded_sql';
@@ -102,7 +102,7 @@ REVOKE ALL ON FUNCTION @extschema@._check_name(text, text) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@._invalidate(oid) FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@._preloaded() FROM PUBLIC;
 REVOKE ALL ON FUNCTION @extschema@._register() FROM PUBLIC;
-REVOKE ALL ON FUNCTION @extschema@._reset_counters(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._reset_counters(bigint, boolean) FROM PUBLIC;
 
 /* Check that an interval lies in [lo, hi]; 22004 / 22023 naming the argument. */
 CREATE FUNCTION @extschema@._check_interval(val interval, argname text, lo interval, hi interval)
@@ -439,7 +439,7 @@ BEGIN
 			'message groups of FIFO queue id ' || q.queue_id);
 	END IF;
 	UPDATE @extschema@._queues r SET msg_relid = tbl::regclass::oid WHERE r.queue_id = q.queue_id;
-	PERFORM @extschema@._reset_counters(q.queue_id);
+	PERFORM @extschema@._reset_counters(q.queue_id, false);
 	RETURN q.queue_id;
 END
 $$;
@@ -548,6 +548,7 @@ BEGIN
 		EXECUTE pg_catalog.format('DROP TABLE queue_data.g%s', q.queue_id);
 	END IF;
 	DELETE FROM @extschema@._queues r WHERE r.queue_id = q.queue_id;
+	PERFORM @extschema@._reset_counters(q.queue_id, true);
 	RETURN true;
 END
 $$;
@@ -774,13 +775,14 @@ COMMENT ON FUNCTION @extschema@._depth(bigint, interval) IS 'message counts of o
 
 CREATE FUNCTION @extschema@._counters(queue_id bigint,
 	OUT sent bigint, OUT received bigint, OUT deleted bigint, OUT deduplicated bigint,
-	OUT dead_lettered bigint, OUT expired bigint)
+	OUT dead_lettered bigint, OUT expired bigint, OUT waits bigint, OUT wakeups bigint)
 	LANGUAGE C AS 'MODULE_PATHNAME', 'queue_counters_sql';
 COMMENT ON FUNCTION @extschema@._counters(bigint) IS 'cumulative per-queue counters from shared memory (null without preload)';
 
 CREATE VIEW @extschema@.stats AS
 	SELECT r.queue_name, d.visible, d.in_flight, d.delayed, d.oldest_sent_at, d.oldest_visible_age,
-		   c.sent, c.received, c.deleted, c.deduplicated, c.dead_lettered, c.expired
+		   c.sent, c.received, c.deleted, c.deduplicated, c.dead_lettered, c.expired,
+		   c.waits, c.wakeups
 	FROM @extschema@._queues r,
 		 LATERAL @extschema@._depth(r.queue_id, r.retention) d,
 		 LATERAL @extschema@._counters(r.queue_id) c;

@@ -102,8 +102,8 @@ queue_dead_letter(QueueMeta *q, int n, const int64 *ids, Datum *groups)
 uint64
 queue_dead_letter_sweep(QueueMeta *q, TimestampTz since, TimestampTz now)
 {
-	Oid			types[4] = {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, TEXTARRAYOID};
-	Datum		values[4];
+	Oid			types[5] = {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, TEXTARRAYOID, TIMESTAMPTZOID};
+	Datum		values[5];
 	int64	   *ids;
 	Datum	   *groups;
 	int			n;
@@ -112,6 +112,7 @@ queue_dead_letter_sweep(QueueMeta *q, TimestampTz since, TimestampTz now)
 	values[0] = TimestampTzGetDatum(since);
 	values[1] = TimestampTzGetDatum(now);
 	values[2] = Int32GetDatum(q->max_receive_count);
+	values[4] = TimestampTzGetDatum(now - q->retention);	/* expired: not moved */
 
 	if (q->fifo)
 	{
@@ -121,9 +122,9 @@ queue_dead_letter_sweep(QueueMeta *q, TimestampTz since, TimestampTz now)
 			" WHERE g.available_at <= $2 AND g.message_group_id IN"
 			"  (SELECT message_group_id FROM queue_data.q" INT64_FORMAT
 			"   WHERE visible_at > $1 AND visible_at <= $2 AND receive_count >= $3"
-			"   LIMIT 1000)"
+			"   AND sent_at > $5 LIMIT 1000)"
 			" ORDER BY 1 FOR UPDATE SKIP LOCKED", q->id, q->id),
-								   3, types, values, NULL, false, 0);
+								   5, types, values, NULL, false, 0);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "dead-letter sweep failed: %s", SPI_result_code_string(rc));
 		if (SPI_processed == 0)
@@ -141,15 +142,15 @@ queue_dead_letter_sweep(QueueMeta *q, TimestampTz since, TimestampTz now)
 		rc = SPI_execute_with_args(psprintf(
 			"SELECT message_id, message_group_id FROM queue_data.q" INT64_FORMAT
 			" WHERE message_group_id = ANY ($4) AND visible_at <= $2"
-			" AND receive_count >= $3 ORDER BY message_id", q->id),
-								   4, types, values, NULL, false, 0);
+			" AND receive_count >= $3 AND sent_at > $5 ORDER BY message_id", q->id),
+								   5, types, values, NULL, false, 0);
 	}
 	else
 		rc = SPI_execute_with_args(psprintf(
 			"SELECT message_id, message_group_id FROM queue_data.q" INT64_FORMAT
 			" WHERE visible_at > $1 AND visible_at <= $2 AND receive_count >= $3"
-			" ORDER BY visible_at LIMIT 1000 FOR UPDATE SKIP LOCKED", q->id),
-								   3, types, values, NULL, false, 0);
+			" AND sent_at > $5 ORDER BY visible_at LIMIT 1000 FOR UPDATE SKIP LOCKED", q->id),
+								   5, types, values, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "dead-letter sweep failed: %s", SPI_result_code_string(rc));
 	n = (int) SPI_processed;
@@ -188,8 +189,10 @@ queue_name_of(int64 id)
 /*
  * Move the given messages (locked, of one destination) from dlq to dest as
  * fresh deliveries: visible now, sent now, receive count 0, the
- * "queue.dead_letter" attribute and source dropped.  The id is kept, so on
- * a FIFO queue each comes back ahead of what it was ahead of.
+ * "queue.dead_letter" attribute and source dropped.  On a FIFO queue the id
+ * is kept, so each comes back ahead of what it was ahead of; a standard
+ * queue gives a new id, as SQS does (so id order stays send order, which
+ * the expiry sweep relies on).
  */
 static uint64
 redrive_to(QueueMeta *dlq, QueueMeta *dest, int n, int64 *ids, Datum *groups)
@@ -214,7 +217,9 @@ redrive_to(QueueMeta *dlq, QueueMeta *dest, int n, int64 *ids, Datum *groups)
 		"  WHERE message_id = ANY ($1) RETURNING *)"
 		" INSERT INTO queue_data.q" INT64_FORMAT " (message_id, visible_at, sent_at,"
 		"  sequence_number, message_group_id, deduplication_id, attributes, body)"
-		" SELECT message_id, $2, $2, CASE WHEN $3 THEN message_id END,"
+		" SELECT CASE WHEN $3 THEN message_id"
+		"  ELSE nextval('queue_data.message_id_seq') END, $2, $2,"
+		"  CASE WHEN $3 THEN message_id END,"
 		"  message_group_id, deduplication_id,"
 		"  nullif(attributes - 'queue.dead_letter', '{}'::jsonb), body"
 		" FROM mv ORDER BY message_id", dlq->id, dest->id),

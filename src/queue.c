@@ -40,7 +40,7 @@ _PG_init(void)
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("queue.max_queues",
 							"Queues whose counters shared memory can hold, over all databases.",
-							"Queues beyond this many still work; their counters read as null.",
+							"Queues beyond this many still work; their counters read as 0.",
 							&queue_max_queues,
 							8192, 16, 1000000,
 							PGC_POSTMASTER, 0,

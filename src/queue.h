@@ -167,6 +167,7 @@ extern void queue_count(int64 queue_id, int counter, int64 n);
 extern void queue_note_wakeup(int64 queue_id);
 extern void queue_rehome_counters(int n);
 extern void queue_reset_counters(int64 queue_id);
+extern void queue_forget_counters(int64 queue_id);
 extern void queue_register_at_commit(void);
 extern void queue_register_database(void);
 
@@ -176,7 +177,9 @@ extern void queue_register_database(void);
 #define QC_DEDUPLICATED 3
 #define QC_DEAD_LETTERED 4
 #define QC_EXPIRED		5
-#define QC_NUM			6
+#define QC_WAITS		6		/* receives that slept for messages */
+#define QC_WAKEUPS		7		/* ... and were woken with messages */
+#define QC_NUM			8
 
 /* shmem.c */
 #include "storage/condition_variable.h"
@@ -189,7 +192,7 @@ extern void queue_register_database(void);
 typedef struct QueueCounterEntry
 {
 	Oid			dbid;			/* InvalidOid: free */
-	int64		queue_id;
+	int64		queue_id;		/* 0: a dropped queue's slot, reusable */
 	pg_atomic_uint64 c[QC_NUM];
 } QueueCounterEntry;
 
@@ -197,7 +200,7 @@ typedef struct QueueCounterEntry
  * One slot per database that has (or had) a queue worker: what the worker
  * reports to the launcher, and what others ask of it.  Guarded by lock.
  */
-#define QUEUE_MAX_DBS		128
+#define QUEUE_MAX_DBS		1024
 
 typedef struct QueueDbSlot
 {

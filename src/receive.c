@@ -302,6 +302,7 @@ queue_receive(PG_FUNCTION_ARGS)
 	QueuePlanKind kind;
 	Received	got;
 	bool		group_by_group;
+	bool		slept = false;
 
 	queue_arg_notnull(fcinfo, 0, "queue_name");
 	max_messages = queue_arg_int(fcinfo, 1, "max_messages", 1,
@@ -376,10 +377,17 @@ queue_receive(PG_FUNCTION_ARGS)
 			deadline = now + wait;
 		if (!queue_wait(q, deadline))
 			break;
+		slept = true;
 		now = GetCurrentTimestamp();
 	}
 	if (wait > 0)
 		queue_wait_end();
+	if (slept)
+	{
+		queue_count(q->id, QC_WAITS, 1);
+		if (got.n > 0)
+			queue_count(q->id, QC_WAKEUPS, 1);
+	}
 
 	if (got.n > 0)
 	{

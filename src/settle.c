@@ -163,7 +163,12 @@ settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b, Datum extra)
 	mark_done(b);
 	check_misses(q, b);
 	if (q->fifo)
+	{
 		queue_fifo_refresh_groups(q, ngroups, groups);
+		/* Settling a FIFO group may open it to a waiting receiver. */
+		if (ndone > 0)
+			queue_note_wakeup(q->id);
+	}
 	return ndone;
 }
 

@@ -25,7 +25,7 @@ static void load_counters(void);
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 #define COUNTERS_FILE	PGSTAT_STAT_PERMANENT_DIRECTORY "/queue_counters.stat"
-#define COUNTERS_MAGIC	0x51554531	/* "QUE1" */
+#define COUNTERS_MAGIC	0x51554532	/* "QUE2": 8 counters */
 
 typedef struct SavedCounter
 {
@@ -53,7 +53,7 @@ save_counters(int code, Datum arg)
 		QueueCounterEntry *e = &queue_shared->counters[i];
 		SavedCounter sc;
 
-		if (e->dbid == InvalidOid)
+		if (e->dbid == InvalidOid || e->queue_id == 0)
 			continue;
 		sc.dbid = e->dbid;
 		sc.queue_id = e->queue_id;

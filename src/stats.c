@@ -53,6 +53,7 @@ counter_probe(Oid dbid, int64 queue_id, bool create)
 {
 	QueueShared *sh = queue_shared;
 	uint32		start = (hash_bytes_uint32((uint32) queue_id) ^ dbid) % sh->ncounters;
+	QueueCounterEntry *reuse = NULL;
 
 	for (int i = 0; i < sh->ncounters; i++)
 	{
@@ -60,16 +61,25 @@ counter_probe(Oid dbid, int64 queue_id, bool create)
 
 		if (e->dbid == dbid && e->queue_id == queue_id)
 			return e;
+		/* A dropped queue's slot keeps the chain going but may be reused. */
+		if (e->dbid != InvalidOid && e->queue_id == 0 && reuse == NULL)
+			reuse = e;
 		if (e->dbid == InvalidOid)
 		{
 			if (!create)
 				return NULL;
-			e->queue_id = queue_id;
-			e->dbid = dbid;
-			return e;
+			if (reuse == NULL)
+				reuse = e;
+			break;
 		}
 	}
-	return NULL;
+	if (!create || reuse == NULL)
+		return NULL;
+	for (int c = 0; c < QC_NUM; c++)
+		pg_atomic_write_u64(&reuse->c[c], 0);
+	reuse->queue_id = queue_id;
+	reuse->dbid = dbid;
+	return reuse;
 }
 
 /* The counter entry of a queue of this database, created on first use. */
@@ -86,7 +96,8 @@ counter_entry(int64 queue_id, bool create)
 
 /*
  * Counters loaded from disk sit in slots 0..n-1; move each to where probing
- * finds it.  Runs in the postmaster before anyone else looks.
+ * finds it (dropped queues' slots are not saved).  Runs in the postmaster
+ * before anyone else looks.
  */
 void
 queue_rehome_counters(int n)
@@ -105,6 +116,23 @@ queue_rehome_counters(int n)
 				pg_atomic_write_u64(&e->c[c], pg_atomic_read_u64(&saved[i].c[c]));
 	}
 	pfree(saved);
+}
+
+/*
+ * A queue is dropped: its slot becomes reusable (and reads nothing).
+ */
+void
+queue_forget_counters(int64 queue_id)
+{
+	QueueCounterEntry *e;
+
+	if (queue_shared == NULL)
+		return;
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	e = counter_probe(MyDatabaseId, queue_id, false);
+	if (e != NULL)
+		e->queue_id = 0;
+	LWLockRelease(queue_shared->lock);
 }
 
 /*

@@ -310,11 +310,14 @@ queue_register_database(void)
 	LWLockRelease(queue_shared->lock);
 }
 
-/* queue._reset_counters(queue_id), for queue.create. */
+/* queue._reset_counters(queue_id, dropped), for queue.create and drop. */
 Datum
 queue_reset_counters_sql(PG_FUNCTION_ARGS)
 {
-	queue_reset_counters(PG_GETARG_INT64(0));
+	if (PG_GETARG_BOOL(1))
+		queue_forget_counters(PG_GETARG_INT64(0));
+	else
+		queue_reset_counters(PG_GETARG_INT64(0));
 	PG_RETURN_VOID();
 }
 
