@@ -6,6 +6,7 @@
 #   make stop     stop that cluster
 #   make test     build, install, fresh cluster, every suite
 #   make bench    benchmarks (test/bench), never part of make test
+#   make fuzz     the SQL-call fuzzer (test/fuzz), FUZZ_ITERATIONS calls
 
 EXTENSION  = queue
 MODULE_big = queue
@@ -45,10 +46,17 @@ run:
 stop:
 	bash test/run_demo.sh stop
 
+# A bounded fuzz run comes first, so run_tests.sh's "N passed, M failed"
+# stays the last line; either failing fails the target.
 test:
 	bash test/setup.sh
 	$(MAKE) install
-	bash test/run_tests.sh
+	rc=0; FUZZ_ITERATIONS=300 bash test/fuzz/run.sh || rc=1; bash test/run_tests.sh || rc=1; exit $$rc
+
+fuzz:
+	bash test/setup.sh
+	$(MAKE) install
+	bash test/fuzz/run.sh
 
 bench:
 	bash test/setup.sh

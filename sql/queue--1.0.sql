@@ -164,6 +164,15 @@ BEGIN
 	IF q.max_receive_count IS NOT NULL AND (q.max_receive_count < 1 OR q.max_receive_count > 1000) THEN
 		RAISE EXCEPTION 'argument "max_receive_count" must be between 1 and 1000' USING ERRCODE = '22023';
 	END IF;
+	IF q.redrive_allow IS NOT NULL THEN
+		IF pg_catalog.array_ndims(q.redrive_allow) > 1 THEN
+			RAISE EXCEPTION 'argument "redrive_allow" must be a one-dimensional array' USING ERRCODE = '22023';
+		END IF;
+		IF pg_catalog.array_position(q.redrive_allow, NULL) IS NOT NULL THEN
+			RAISE EXCEPTION 'argument "redrive_allow" must not contain nulls' USING ERRCODE = '22004';
+		END IF;
+		PERFORM @extschema@._check_name(n, 'redrive_allow') FROM pg_catalog.unnest(q.redrive_allow) n;
+	END IF;
 	IF q.tags IS NULL THEN
 		RAISE EXCEPTION 'argument "tags" must not be null' USING ERRCODE = '22004';
 	END IF;
@@ -198,16 +207,28 @@ $$;
 REVOKE ALL ON FUNCTION @extschema@._lookup(text, boolean) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@._lookup(text, boolean) IS 'registry row of a queue by name';
 
-/* 42501 unless caller may manage the queue (owner, superuser, or granted). */
+/* Whether caller holds a privilege on the queue (owner, superuser, or granted). */
+CREATE FUNCTION @extschema@._may(q @extschema@._queues, caller oid, privilege text)
+	RETURNS boolean LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp AS $$
+	SELECT caller = q.owner
+		OR EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.oid = caller AND r.rolsuper)
+		OR pg_catalog.pg_has_role(caller, q.owner, 'USAGE')
+		OR EXISTS (SELECT 1 FROM pg_catalog.unnest(CASE privilege
+						WHEN 'send' THEN q.send_roles
+						WHEN 'receive' THEN q.receive_roles
+						ELSE q.manage_roles END) g
+				   WHERE g = 0 OR pg_catalog.pg_has_role(caller, g, 'USAGE'))
+$$;
+REVOKE ALL ON FUNCTION @extschema@._may(@extschema@._queues, oid, text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._may(@extschema@._queues, oid, text) IS 'whether a role holds a privilege on a queue';
+
+/* 42501 unless caller may manage the queue. */
 CREATE FUNCTION @extschema@._check_manage(q @extschema@._queues, caller oid)
 	RETURNS void LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp AS $$
 BEGIN
-	IF caller = q.owner
-	   OR EXISTS (SELECT 1 FROM pg_catalog.pg_roles r WHERE r.oid = caller AND r.rolsuper)
-	   OR pg_catalog.pg_has_role(caller, q.owner, 'USAGE')
-	   OR EXISTS (SELECT 1 FROM pg_catalog.unnest(q.manage_roles) g
-				  WHERE g = 0 OR pg_catalog.pg_has_role(caller, g, 'USAGE')) THEN
+	IF @extschema@._may(q, caller, 'manage') THEN
 		RETURN;
 	END IF;
 	RAISE EXCEPTION 'permission denied for queue "%"', q.queue_name
@@ -224,7 +245,7 @@ COMMENT ON FUNCTION @extschema@._check_manage(@extschema@._queues, oid) IS 'refu
  * of the source's type, is not the source, lets the source in by its
  * redrive_allow, and does not lead back to the source (no cycles).
  */
-CREATE FUNCTION @extschema@._dead_letter_id(dlq_name text, fifo boolean, self_id bigint, self_name text)
+CREATE FUNCTION @extschema@._dead_letter_id(dlq_name text, fifo boolean, self_id bigint, self_name text, caller oid)
 	RETURNS bigint LANGUAGE plpgsql
 	SET search_path = pg_catalog, pg_temp AS $$
 #variable_conflict use_variable
@@ -243,6 +264,12 @@ BEGIN
 	END IF;
 	IF d.queue_id = self_id THEN
 		RAISE EXCEPTION 'argument "dead_letter_queue" names the queue itself' USING ERRCODE = '22023';
+	END IF;
+	/* Dead letters are sends into that queue: the caller must hold send. */
+	IF NOT @extschema@._may(d, caller, 'send') THEN
+		RAISE EXCEPTION 'permission denied for queue "%"', dlq_name
+			USING ERRCODE = '42501',
+			DETAIL = 'Naming a dead-letter queue needs the send privilege on it.';
 	END IF;
 	IF d.fifo <> fifo THEN
 		RAISE EXCEPTION 'argument "dead_letter_queue" must be a % queue like its source', CASE WHEN fifo THEN 'FIFO' ELSE 'standard' END
@@ -265,8 +292,8 @@ BEGIN
 	RETURN d.queue_id;
 END
 $$;
-REVOKE ALL ON FUNCTION @extschema@._dead_letter_id(text, boolean, bigint, text) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@._dead_letter_id(text, boolean, bigint, text) IS 'id of a dead-letter queue, checked';
+REVOKE ALL ON FUNCTION @extschema@._dead_letter_id(text, boolean, bigint, text, oid) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._dead_letter_id(text, boolean, bigint, text, oid) IS 'id of a dead-letter queue, checked';
 
 /* ---------------------------------------------------------------------
  * Queues
@@ -319,7 +346,7 @@ BEGIN
 		RAISE EXCEPTION 'arguments "dead_letter_queue" and "max_receive_count" go together'
 			USING ERRCODE = '22023';
 	END IF;
-	q.dead_letter_queue := @extschema@._dead_letter_id(dead_letter_queue, fifo, NULL, queue_name);
+	q.dead_letter_queue := @extschema@._dead_letter_id(dead_letter_queue, fifo, NULL, queue_name, caller);
 
 	/* Serialise creators of one name, so "idempotent" holds under races. */
 	PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('queue.create:' || queue_name));
@@ -486,7 +513,7 @@ BEGIN
 		q.dead_letter_queue := NULL;
 		q.max_receive_count := NULL;
 	ELSIF dead_letter_queue IS NOT NULL THEN
-		q.dead_letter_queue := @extschema@._dead_letter_id(dead_letter_queue, q.fifo, q.queue_id, q.queue_name);
+		q.dead_letter_queue := @extschema@._dead_letter_id(dead_letter_queue, q.fifo, q.queue_id, q.queue_name, caller);
 	END IF;
 	IF (q.dead_letter_queue IS NULL) <> (q.max_receive_count IS NULL) THEN
 		RAISE EXCEPTION 'arguments "dead_letter_queue" and "max_receive_count" go together'
@@ -598,6 +625,9 @@ BEGIN
 	PERFORM @extschema@._check_manage(q, caller);
 	IF role_name IS NULL THEN
 		RAISE EXCEPTION 'argument "role_name" must not be null' USING ERRCODE = '22004';
+	END IF;
+	IF array_ndims(privileges) > 1 THEN
+		RAISE EXCEPTION 'argument "privileges" must be a one-dimensional array' USING ERRCODE = '22023';
 	END IF;
 	IF privileges IS NULL OR array_position(privileges, NULL) IS NOT NULL THEN
 		RAISE EXCEPTION 'argument "privileges" must not be null or hold nulls' USING ERRCODE = '22004';

@@ -86,11 +86,8 @@ queue_check_name(text *name, const char *argname)
 		ereport(ERROR,
 				(errcode(ERRCODE_INVALID_NAME),
 				 errmsg("argument \"%s\" must not be empty", argname)));
-	if (len > QUEUE_NAME_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_NAME_TOO_LONG),
-				 errmsg("argument \"%s\" is longer than %d characters",
-						argname, QUEUE_NAME_MAX)));
+
+	/* Characters first: the allowed ones are ASCII, so bytes are characters. */
 	for (int i = 0; i < len; i++)
 	{
 		char		c = s[i];
@@ -104,6 +101,11 @@ queue_check_name(text *name, const char *argname)
 					 errdetail("The queue name given was \"%s\".",
 							   text_to_cstring(name))));
 	}
+	if (len > QUEUE_NAME_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("argument \"%s\" is longer than %d characters",
+						argname, QUEUE_NAME_MAX)));
 }
 
 /* queue._check_name(name, argname), for the administrative functions. */

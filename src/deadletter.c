@@ -202,6 +202,7 @@ redrive_to(QueueMeta *dlq, QueueMeta *dest, int n, int64 *ids, Datum *groups)
 	Oid			types[3] = {INT8ARRAYOID, TIMESTAMPTZOID, BOOLOID};
 	Datum		values[3];
 	int			rc;
+	uint64		moved;
 
 	if (dest->fifo)
 	{
@@ -226,10 +227,11 @@ redrive_to(QueueMeta *dlq, QueueMeta *dest, int n, int64 *ids, Datum *groups)
 							   3, types, values, NULL, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "redrive failed: %s", SPI_result_code_string(rc));
+	moved = SPI_processed;
 	if (dest->fifo)
 		queue_fifo_refresh_groups(dest, ngroups, ugroups);
 	queue_note_wakeup(dest->id);
-	return SPI_processed;
+	return moved;
 }
 
 /*

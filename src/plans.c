@@ -22,12 +22,42 @@ typedef struct PlanSpec
 {
 	const char *sql;			/* {q} {d} {g} {a}: the queue's tables */
 	int			nargs;
-	Oid			argtypes[8];
+	Oid			argtypes[9];
 } PlanSpec;
 
 #define MSG_COLUMNS \
 	"message_id, body, attributes, message_group_id, deduplication_id," \
 	" sequence_number, receive_count, sent_at, first_received_at, visible_at"
+
+/*
+ * The lease of a FIFO receive of a queue with a dead-letter queue, after
+ * its groups g: as QP_FIFO_RECEIVE, but candidates received $8 times are
+ * not leased; they are returned flagged (column 11) for the caller to move.
+ * $9: messages this receive call already delivered (a later statement of
+ * the same call must not hand them out again, even with a zero lease).
+ */
+#define FIFO_DLQ_LEASE \
+	" c AS MATERIALIZED (" \
+	"  SELECT x.message_id, x.receive_count, g.message_group_id," \
+	"   row_number() OVER (ORDER BY g.head_seq, x.message_id) AS ord" \
+	"  FROM g CROSS JOIN LATERAL (" \
+	"   SELECT m.message_id, m.receive_count FROM {q} m" \
+	"   WHERE m.message_group_id = g.message_group_id" \
+	"    AND m.visible_at <= $1 AND m.sent_at > $4" \
+	"    AND m.message_id <> ALL ($9)" \
+	"   ORDER BY m.message_id LIMIT $5) x" \
+	"  ORDER BY g.head_seq, x.message_id LIMIT $5)," \
+	" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3," \
+	"  receive_count = m.receive_count + 1," \
+	"  first_received_at = coalesce(m.first_received_at, $1)" \
+	"  WHERE m.message_id = ANY (ARRAY(SELECT message_id FROM c WHERE receive_count < $8))" \
+	"  RETURNING " MSG_COLUMNS ")," \
+	" gl AS (UPDATE {g} g SET available_at = $2" \
+	"  WHERE g.message_group_id IN (SELECT message_group_id FROM c WHERE receive_count < $8))" \
+	" SELECT * FROM (SELECT u.*, false, c.ord FROM u JOIN c USING (message_id)" \
+	"  UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL," \
+	"   NULL, NULL, NULL, NULL, true, c.ord FROM c WHERE c.receive_count >= $8) z" \
+	" ORDER BY ord"
 
 static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	[QP_SEND] = {
@@ -241,12 +271,13 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	/*
 	 * Receives of a queue with a dead-letter queue: candidates that were
 	 * received max_receive_count times ($6) are not leased but returned
-	 * flagged (column 11), still locked, for the caller to move.
+	 * flagged (column 11), still locked, for the caller to move.  $7: what
+	 * this call already delivered (see FIFO_DLQ_LEASE).
 	 */
 	[QP_RECEIVE_DLQ] = {
 		"WITH c AS MATERIALIZED ("
 		"  SELECT message_id, receive_count, message_group_id FROM {q}"
-		"  WHERE visible_at <= $1 AND sent_at > $4"
+		"  WHERE visible_at <= $1 AND sent_at > $4 AND message_id <> ALL ($7)"
 		"  ORDER BY visible_at, message_id LIMIT $5 FOR UPDATE SKIP LOCKED),"
 		" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3,"
 		"  receive_count = m.receive_count + 1,"
@@ -256,35 +287,33 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" SELECT u.*, false FROM u"
 		" UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL,"
 		"  NULL, NULL, NULL, NULL, true FROM c WHERE c.receive_count >= $6",
-		6, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID}
+		7, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID,
+		INT8ARRAYOID}
 	},
 	[QP_FIFO_RECEIVE_DLQ] = {
 		"WITH g AS MATERIALIZED ("
 		"  SELECT message_group_id, head_seq FROM {g}"
 		"  WHERE available_at <= $1 AND message_group_id <> ALL ($7)"
 		"  ORDER BY head_seq LIMIT $6 FOR UPDATE SKIP LOCKED),"
-		" c AS MATERIALIZED ("
-		"  SELECT x.message_id, x.receive_count, g.message_group_id,"
-		"   row_number() OVER (ORDER BY g.head_seq, x.message_id) AS ord"
-		"  FROM g CROSS JOIN LATERAL ("
-		"   SELECT m.message_id, m.receive_count FROM {q} m"
-		"   WHERE m.message_group_id = g.message_group_id"
-		"    AND m.visible_at <= $1 AND m.sent_at > $4"
-		"   ORDER BY m.message_id LIMIT $5) x"
-		"  ORDER BY g.head_seq, x.message_id LIMIT $5),"
-		" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3,"
-		"  receive_count = m.receive_count + 1,"
-		"  first_received_at = coalesce(m.first_received_at, $1)"
-		"  WHERE m.message_id = ANY (ARRAY(SELECT message_id FROM c WHERE receive_count < $8))"
-		"  RETURNING " MSG_COLUMNS "),"
-		" gl AS (UPDATE {g} g SET available_at = $2"
-		"  WHERE g.message_group_id IN (SELECT message_group_id FROM c WHERE receive_count < $8))"
-		" SELECT * FROM (SELECT u.*, false, c.ord FROM u JOIN c USING (message_id)"
-		"  UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL,"
-		"   NULL, NULL, NULL, NULL, true, c.ord FROM c WHERE c.receive_count >= $8) z"
-		" ORDER BY ord",
-		8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID,
-		INT4OID, TEXTARRAYOID, INT4OID}
+		FIFO_DLQ_LEASE,
+		9, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID,
+		INT4OID, TEXTARRAYOID, INT4OID, INT8ARRAYOID}
+	},
+
+	/*
+	 * After a receive moved a group's head to the dead-letter queue, the
+	 * rest of that group may still fill the batch: the same lease over the
+	 * groups in $7 (locked by this transaction already, and leased by it,
+	 * so not "available"): their messages still visible come next in order.
+	 */
+	[QP_FIFO_RECEIVE_DLQ_MORE] = {
+		"WITH g AS MATERIALIZED ("
+		"  SELECT message_group_id, head_seq FROM {g}"
+		"  WHERE message_group_id = ANY ($7) AND $6 > 0"
+		"  ORDER BY head_seq FOR UPDATE),"
+		FIFO_DLQ_LEASE,
+		9, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID,
+		INT4OID, TEXTARRAYOID, INT4OID, INT8ARRAYOID}
 	},
 
 	/*

@@ -51,6 +51,7 @@ typedef enum QueuePlanKind
 	QP_ATTEMPT_PUT,
 	QP_RECEIVE_DLQ,				/* receive of a queue with max_receive_count */
 	QP_FIFO_RECEIVE_DLQ,
+	QP_FIFO_RECEIVE_DLQ_MORE,	/* ... the rest of groups whose head moved */
 	QP_MOVE_TO_DLQ,				/* {L}: the dead-letter queue's table */
 	QP_NUM_PLANS
 } QueuePlanKind;
@@ -168,6 +169,7 @@ extern void queue_note_wakeup(int64 queue_id);
 extern void queue_rehome_counters(int n);
 extern void queue_reset_counters(int64 queue_id);
 extern void queue_forget_counters(int64 queue_id);
+extern void queue_forget_counters_at_commit(int64 queue_id);
 extern void queue_register_at_commit(void);
 extern void queue_register_database(void);
 
@@ -218,6 +220,7 @@ typedef struct QueueShared
 	Latch	   *launcher_latch; /* set to make the launcher look now */
 	QueueDbSlot dbs[QUEUE_MAX_DBS];
 	ConditionVariable wait_cv[QUEUE_WAIT_SLOTS];
+	pg_atomic_uint64 wait_gen[QUEUE_WAIT_SLOTS];	/* bumped before each wake */
 	QueueCounterEntry counters[FLEXIBLE_ARRAY_MEMBER];
 } QueueShared;
 
@@ -236,9 +239,9 @@ extern void queue_utility_hook_init(void);
 extern char *queue_plan_text_of(QueuePlanKind kind, int64 queue_id);
 
 /* wait.c */
-extern ConditionVariable *queue_wait_cv(int64 queue_id);
-extern void queue_wait_begin(QueueMeta *q);
-extern bool queue_wait(QueueMeta *q, TimestampTz deadline);
+extern void queue_wake(int64 queue_id);
+extern uint64 queue_wait_generation(QueueMeta *q);
+extern bool queue_wait(QueueMeta *q, TimestampTz deadline, uint64 generation);
 extern void queue_wait_end(void);
 
 #endif							/* QUEUE_H */

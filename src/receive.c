@@ -21,6 +21,7 @@
 #include "miscadmin.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
+#include "utils/resowner.h"
 #include "utils/timestamp.h"
 
 #include "queue.h"
@@ -193,6 +194,8 @@ typedef struct Received
 	int			ngroups;		/* FIFO groups touched (delivered or moved) */
 	int			maxgroups;
 	Datum	   *groups;
+	int			nmoved_groups;	/* FIFO groups of the last step's moves */
+	Datum	   *moved_groups;
 } Received;
 
 /* Remember what a receive with a receive_attempt_id returned. */
@@ -218,14 +221,15 @@ record_attempt(QueueMeta *q, text *attempt, TimestampTz now, uint64 nonce,
  * One receive statement: lease up to want messages (on a FIFO queue from
  * at most group_limit groups, none of those already touched), move the
  * ones received too often to the dead-letter queue, emit the rest.
- * Returns the number of rows the statement produced (deliveries and moves).
+ * Returns the number of rows the statement produced (deliveries and
+ * moves); *moved tells how many of them were moves.
  */
 static uint64
 receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 			 TimestampTz now, int64 vt, uint64 nonce, int want,
-			 int group_limit, Received *got)
+			 int group_limit, Received *got, uint64 *moved)
 {
-	Datum		args[8];
+	Datum		args[9];
 	SPITupleTable *tt;
 	uint64		nrows;
 	int			rc;
@@ -238,21 +242,39 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	if (q->fifo)
 	{
 		args[5] = Int32GetDatum(group_limit);
-		args[6] = queue_text_array(got->ngroups, got->groups, NULL);
+		args[6] = kind == QP_FIFO_RECEIVE_DLQ_MORE ?
+			queue_text_array(got->nmoved_groups, got->moved_groups, NULL) :
+			queue_text_array(got->ngroups, got->groups, NULL);
 		args[7] = Int32GetDatum(q->max_receive_count);
+		args[8] = queue_int8_array(got->n, got->ids);
 	}
 	else
+	{
 		args[5] = Int32GetDatum(q->max_receive_count);
+		args[6] = queue_int8_array(got->n, got->ids);
+	}
 	rc = SPI_execute_plan(queue_plan(q, kind), args, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE_RETURNING && rc != SPI_OK_SELECT)
 		elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
 	tt = SPI_tuptable;
 	nrows = SPI_processed;
+	*moved = 0;
+	got->nmoved_groups = 0;
 
 	for (uint64 r = 0; r < nrows; r++)
 	{
 		bool		isnull;
 		Datum		g = SPI_getbinval(tt->vals[r], tt->tupdesc, COL_GROUP, &isnull);
+
+		if (is_dead_letter(tt, r))
+		{
+			(*moved)++;
+			if (q->fifo && !isnull &&
+				(got->nmoved_groups == 0 ||
+				 !datumIsEqual(got->moved_groups[got->nmoved_groups - 1], g, false, -1)))
+				got->moved_groups[got->nmoved_groups++] =
+					PointerGetDatum(PG_DETOAST_DATUM_COPY(g));
+		}
 
 		/* A group's rows come together: note each group once. */
 		if (q->fifo && !isnull &&
@@ -345,6 +367,7 @@ queue_receive(PG_FUNCTION_ARGS)
 	got.visible_ats = palloc(max_messages * sizeof(Datum));
 	got.maxgroups = max_messages;
 	got.groups = palloc(got.maxgroups * sizeof(Datum));
+	got.moved_groups = palloc(max_messages * sizeof(Datum));
 
 	/*
 	 * A FIFO receive locks each group it considers until its transaction
@@ -356,26 +379,65 @@ queue_receive(PG_FUNCTION_ARGS)
 	group_by_group = q->fifo && IsTransactionBlock();
 
 	nonce = queue_receipt_nonce();
-	if (wait > 0)
-		queue_wait_begin(q);
 	for (;;)
 	{
-		got.ngroups = 0;
-		if (group_by_group)
+		MemoryContext cxt = CurrentMemoryContext;
+		ResourceOwner owner = CurrentResourceOwner;
+		uint64		generation = queue_wait_generation(q);
+
+		/*
+		 * A try that finds nothing may still have locked rows: FOR UPDATE
+		 * keeps its lock on a row whose newer version (leased by someone
+		 * else a moment ago) no longer qualifies.  A waiting receive must
+		 * not sleep on such locks (the other receiver's delete would wait
+		 * for our wait), so each of its tries runs in a subtransaction
+		 * that is rolled back when it delivered nothing.
+		 */
+		if (wait > 0)
 		{
-			while (got.n < max_messages &&
-				   receive_step(rsinfo, q, kind, now, vt, nonce,
-								max_messages - got.n, 1, &got) > 0)
-				CHECK_FOR_INTERRUPTS();
+			BeginInternalSubTransaction(NULL);
+			MemoryContextSwitchTo(cxt);
 		}
-		else
-			(void) receive_step(rsinfo, q, kind, now, vt, nonce,
-								max_messages, max_messages, &got);
+		got.ngroups = 0;
+		for (;;)
+		{
+			uint64		moved;
+			uint64		rows;
+
+			rows = receive_step(rsinfo, q, kind, now, vt, nonce,
+								max_messages - got.n,
+								group_by_group ? 1 : max_messages - got.n,
+								&got, &moved);
+
+			/*
+			 * Messages moved to the dead-letter queue leave room in the
+			 * batch: on a FIFO queue the rest of their groups come first
+			 * (a moved head opens its group), then another try.
+			 */
+			while (moved > 0 && q->fifo && got.nmoved_groups > 0 &&
+				   got.n < max_messages)
+				rows += receive_step(rsinfo, q, QP_FIFO_RECEIVE_DLQ_MORE, now, vt,
+									 nonce, max_messages - got.n, 1, &got, &moved);
+			if (rows == 0 || got.n >= max_messages)
+				break;
+			if (!group_by_group && moved == 0)
+				break;
+			CHECK_FOR_INTERRUPTS();
+		}
+		if (wait > 0)
+		{
+			if (got.n > 0)
+				ReleaseCurrentSubTransaction();
+			else
+				RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(cxt);
+			CurrentResourceOwner = owner;
+		}
 		if (got.n > 0 || wait == 0)
 			break;
 		if (deadline == 0)
 			deadline = now + wait;
-		if (!queue_wait(q, deadline))
+		if (!queue_wait(q, deadline, generation))
 			break;
 		slept = true;
 		now = GetCurrentTimestamp();

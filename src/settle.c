@@ -69,7 +69,7 @@ stale(int64 message_id)
  * made exact here.
  */
 static void
-mark_done(ReceiptBatch *b)
+mark_done(ReceiptBatch *b, bool first_only)
 {
 	for (uint64 r = 0; r < SPI_processed; r++)
 	{
@@ -80,7 +80,11 @@ mark_done(ReceiptBatch *b)
 																 SPI_tuptable->tupdesc, 2, &isnull));
 		bool		matched = false;
 
-		for (int i = 0; i < b->n; i++)
+		/*
+		 * A receipt given twice deletes once (the repeat finds the message
+		 * gone: false) but changes visibility for both entries.
+		 */
+		for (int i = 0; i < b->n && !(first_only && matched); i++)
 			if (b->ids[i] == id && b->nonces[i] == nonce)
 			{
 				b->done[i] = true;
@@ -160,7 +164,7 @@ settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b, Datum extra)
 	if (rc != SPI_OK_DELETE_RETURNING && rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "queue batch failed: %s", SPI_result_code_string(rc));
 	ndone = (int) SPI_processed;
-	mark_done(b);
+	mark_done(b, kind == QP_DELETE_BATCH);
 	check_misses(q, b);
 	if (q->fifo)
 	{

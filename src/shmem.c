@@ -141,7 +141,10 @@ queue_shmem_startup(void)
 		queue_shared->launcher_latch = NULL;
 		memset(queue_shared->dbs, 0, sizeof(queue_shared->dbs));
 		for (int i = 0; i < QUEUE_WAIT_SLOTS; i++)
+		{
 			ConditionVariableInit(&queue_shared->wait_cv[i]);
+			pg_atomic_init_u64(&queue_shared->wait_gen[i], 0);
+		}
 		for (int i = 0; i < queue_max_queues; i++)
 		{
 			queue_shared->counters[i].dbid = InvalidOid;

@@ -32,6 +32,7 @@ typedef struct PendingQueue
 {
 	int64		queue_id;
 	SubTransactionId subid;		/* what it was noted in */
+	bool		forget;			/* dropped: free its counters at commit */
 	bool		wake_on_commit;
 	bool		wake_on_abort;
 	int64		c[QC_NUM];
@@ -161,7 +162,9 @@ flush_pending(bool commit)
 
 		if (queue_shared == NULL)
 			continue;
-		if (commit)
+		if (commit && p->forget)
+			queue_forget_counters(p->queue_id);
+		else if (commit)
 		{
 			QueueCounterEntry *e = counter_entry(p->queue_id, false);
 
@@ -173,7 +176,7 @@ flush_pending(bool commit)
 						pg_atomic_fetch_add_u64(&e->c[c], p->c[c]);
 		}
 		if (commit ? p->wake_on_commit : p->wake_on_abort)
-			ConditionVariableBroadcast(queue_wait_cv(p->queue_id));
+			queue_wake(p->queue_id);
 	}
 	npending = 0;
 	if (commit && register_pending)
@@ -201,7 +204,7 @@ queue_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 		if (pending[i].subid < mySubid)
 			pending[kept++] = pending[i];
 		else if (pending[i].wake_on_abort && queue_shared != NULL)
-			ConditionVariableBroadcast(queue_wait_cv(pending[i].queue_id));
+			queue_wake(pending[i].queue_id);
 	}
 	npending = kept;
 }
@@ -285,6 +288,13 @@ queue_count(int64 queue_id, int counter, int64 n)
 		p->wake_on_commit = true;
 	if (counter == QC_RECEIVED)
 		p->wake_on_abort = true;
+}
+
+/* A dropped queue frees its counter slot when the drop commits. */
+void
+queue_forget_counters_at_commit(int64 queue_id)
+{
+	pending_entry(queue_id)->forget = true;
 }
 
 /* Wake long-pollers at commit without counting anything. */

@@ -11,8 +11,12 @@
  * visibility needs no one to wake us: before sleeping we ask the queue when
  * its next invisible message turns visible and sleep no longer than that.
  *
- * A waiting receive joins the wait list before its first try, so a commit
- * that lands between a try and the sleep still wakes it.
+ * A commit that lands between a receiver's try and its sleep must not be
+ * lost: each slot has a generation counter that wakers bump before they
+ * broadcast; the receiver reads it before its try and, having joined the
+ * wait list, checks it again before sleeping.  (The wait list alone would
+ * do if a try could not leave it; but a try that found nothing rolls back
+ * its subtransaction, and that cancels any prepared sleep.)
  *
  * Without shared_preload_libraries there is no shared memory: the wait
  * falls back to re-checking every QUEUE_FALLBACK_POLL_MS, and says so once.
@@ -34,13 +38,36 @@
 
 #define QUEUE_FALLBACK_POLL_MS	100
 
-ConditionVariable *
-queue_wait_cv(int64 queue_id)
+static int
+wait_slot(int64 queue_id)
 {
 	uint32		h = hash_bytes_uint32((uint32) queue_id ^ (uint32) (queue_id >> 32)) ^
 		MyDatabaseId;
 
-	return &queue_shared->wait_cv[h % QUEUE_WAIT_SLOTS];
+	return h % QUEUE_WAIT_SLOTS;
+}
+
+/*
+ * Wake the receivers waiting on a queue (from commit callbacks).  The
+ * generation goes up first, so a receiver that checks it after joining the
+ * wait list either sees the bump or gets the broadcast.
+ */
+void
+queue_wake(int64 queue_id)
+{
+	int			slot = wait_slot(queue_id);
+
+	pg_atomic_fetch_add_u64(&queue_shared->wait_gen[slot], 1);
+	ConditionVariableBroadcast(&queue_shared->wait_cv[slot]);
+}
+
+/* Read before each try of a waiting receive; handed to queue_wait. */
+uint64
+queue_wait_generation(QueueMeta *q)
+{
+	if (queue_shared == NULL)
+		return 0;
+	return pg_atomic_read_u64(&queue_shared->wait_gen[wait_slot(q->id)]);
 }
 
 /*
@@ -66,17 +93,19 @@ next_visible_at(QueueMeta *q, TimestampTz now)
 
 /*
  * Sleep until something may have become receivable or the deadline passes.
- * Returns false once the deadline has passed (the caller stops trying).
- * Interrupts (statement_timeout, pg_cancel_backend) are served while
- * sleeping.
+ * generation is what queue_wait_generation said before the caller's last
+ * try: a wake-up since then means "try again" at once.  Returns false once
+ * the deadline has passed (the caller stops trying).  Interrupts
+ * (statement_timeout, pg_cancel_backend) are served while sleeping.
  */
 bool
-queue_wait(QueueMeta *q, TimestampTz deadline)
+queue_wait(QueueMeta *q, TimestampTz deadline, uint64 generation)
 {
 	TimestampTz now = GetCurrentTimestamp();
 	TimestampTz until;
 	TimestampTz next;
 	long		ms;
+	ConditionVariable *cv;
 
 	if (now >= deadline)
 		return false;
@@ -109,21 +138,19 @@ queue_wait(QueueMeta *q, TimestampTz deadline)
 	}
 
 	/*
-	 * queue_wait_begin put us on the wait list before the caller's try, so
-	 * a commit since then has either been seen by that try or has woken
-	 * us, and this returns at once.  After a wake-up the sleep re-joins
-	 * the list and returns for another try.
+	 * Join the wait list, then look at the generation: a commit after the
+	 * caller's try bumped it (try again now) or will broadcast to us.
 	 */
-	(void) ConditionVariableTimedSleep(queue_wait_cv(q->id), ms, PG_WAIT_EXTENSION);
+	cv = &queue_shared->wait_cv[wait_slot(q->id)];
+	ConditionVariablePrepareToSleep(cv);
+	if (queue_wait_generation(q) != generation)
+	{
+		ConditionVariableCancelSleep();
+		return true;
+	}
+	(void) ConditionVariableTimedSleep(cv, ms, PG_WAIT_EXTENSION);
+	ConditionVariableCancelSleep();
 	return true;
-}
-
-/* Join the queue's wait list before the first try of a waiting receive. */
-void
-queue_wait_begin(QueueMeta *q)
-{
-	if (queue_shared != NULL)
-		ConditionVariablePrepareToSleep(queue_wait_cv(q->id));
 }
 
 /* Leave the wait list (an error leaves it through transaction abort). */

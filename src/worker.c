@@ -315,7 +315,7 @@ Datum
 queue_reset_counters_sql(PG_FUNCTION_ARGS)
 {
 	if (PG_GETARG_BOOL(1))
-		queue_forget_counters(PG_GETARG_INT64(0));
+		queue_forget_counters_at_commit(PG_GETARG_INT64(0));
 	else
 		queue_reset_counters(PG_GETARG_INT64(0));
 	PG_RETURN_VOID();
