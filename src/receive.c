@@ -194,6 +194,7 @@ typedef struct Received
 	int			ngroups;		/* FIFO groups touched (delivered or moved) */
 	int			maxgroups;
 	Datum	   *groups;
+	int			nmoves;			/* messages moved to the dead-letter queue */
 	int			nmoved_groups;	/* FIFO groups of the last step's moves */
 	Datum	   *moved_groups;
 } Received;
@@ -269,6 +270,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 		if (is_dead_letter(tt, r))
 		{
 			(*moved)++;
+			got->nmoves++;
 			if (q->fifo && !isnull &&
 				(got->nmoved_groups == 0 ||
 				 !datumIsEqual(got->moved_groups[got->nmoved_groups - 1], g, false, -1)))
@@ -302,6 +304,44 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 		(void) move_dead_letters(q, tt, nrows);
 	emit_messages(rsinfo, q, tt, nrows, true, nonce);
 	return nrows;
+}
+
+/*
+ * One try of a receive: statements until the batch is full, the queue has
+ * nothing more, or (on a FIFO queue in a transaction block) no further
+ * group gives anything.
+ */
+static void
+receive_try(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
+			TimestampTz now, int64 vt, uint64 nonce, int max_messages,
+			bool group_by_group, Received *got)
+{
+	got->ngroups = 0;
+	for (;;)
+	{
+		uint64		moved;
+		uint64		rows;
+
+		rows = receive_step(rsinfo, q, kind, now, vt, nonce,
+							max_messages - got->n,
+							group_by_group ? 1 : max_messages - got->n,
+							got, &moved);
+
+		/*
+		 * Messages moved to the dead-letter queue leave room in the batch:
+		 * on a FIFO queue the rest of their groups come first (a moved head
+		 * opens its group), then another try.
+		 */
+		while (moved > 0 && q->fifo && got->nmoved_groups > 0 &&
+			   got->n < max_messages)
+			rows += receive_step(rsinfo, q, QP_FIFO_RECEIVE_DLQ_MORE, now, vt,
+								 nonce, max_messages - got->n, 1, got, &moved);
+		if (rows == 0 || got->n >= max_messages)
+			break;
+		if (!group_by_group && moved == 0)
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
 }
 
 /*
@@ -391,48 +431,41 @@ queue_receive(PG_FUNCTION_ARGS)
 		 * else a moment ago) no longer qualifies.  A waiting receive must
 		 * not sleep on such locks (the other receiver's delete would wait
 		 * for our wait), so each of its tries runs in a subtransaction
-		 * that is rolled back when it delivered nothing.
+		 * that is rolled back when it delivered nothing.  An error in a
+		 * try (statement_timeout, a cancel, a lock timeout) takes the
+		 * subtransaction down before it goes up, as PL/pgSQL's exception
+		 * blocks do, so a caller that catches it is back in its own
+		 * transaction.
 		 */
 		if (wait > 0)
 		{
 			BeginInternalSubTransaction(NULL);
 			MemoryContextSwitchTo(cxt);
-		}
-		got.ngroups = 0;
-		for (;;)
-		{
-			uint64		moved;
-			uint64		rows;
-
-			rows = receive_step(rsinfo, q, kind, now, vt, nonce,
-								max_messages - got.n,
-								group_by_group ? 1 : max_messages - got.n,
-								&got, &moved);
-
-			/*
-			 * Messages moved to the dead-letter queue leave room in the
-			 * batch: on a FIFO queue the rest of their groups come first
-			 * (a moved head opens its group), then another try.
-			 */
-			while (moved > 0 && q->fifo && got.nmoved_groups > 0 &&
-				   got.n < max_messages)
-				rows += receive_step(rsinfo, q, QP_FIFO_RECEIVE_DLQ_MORE, now, vt,
-									 nonce, max_messages - got.n, 1, &got, &moved);
-			if (rows == 0 || got.n >= max_messages)
-				break;
-			if (!group_by_group && moved == 0)
-				break;
-			CHECK_FOR_INTERRUPTS();
-		}
-		if (wait > 0)
-		{
-			if (got.n > 0)
+			PG_TRY();
+			{
+				receive_try(rsinfo, q, kind, now, vt, nonce, max_messages,
+							group_by_group, &got);
+			}
+			PG_CATCH();
+			{
+				MemoryContextSwitchTo(cxt);
+				RollbackAndReleaseCurrentSubTransaction();
+				MemoryContextSwitchTo(cxt);
+				CurrentResourceOwner = owner;
+				PG_RE_THROW();
+			}
+			PG_END_TRY();
+			/* Keep a try that delivered, or moved dead letters. */
+			if (got.n > 0 || got.nmoves > 0)
 				ReleaseCurrentSubTransaction();
 			else
 				RollbackAndReleaseCurrentSubTransaction();
 			MemoryContextSwitchTo(cxt);
 			CurrentResourceOwner = owner;
 		}
+		else
+			receive_try(rsinfo, q, kind, now, vt, nonce, max_messages,
+						group_by_group, &got);
 		if (got.n > 0 || wait == 0)
 			break;
 		if (deadline == 0)

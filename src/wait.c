@@ -28,6 +28,7 @@
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
+#include "tcop/tcopprot.h"
 #include "miscadmin.h"
 #include "pgstat.h"
 #include "storage/latch.h"
@@ -92,6 +93,28 @@ next_visible_at(QueueMeta *q, TimestampTz now)
 }
 
 /*
+ * A waiting receive whose client has gone must not try again: it would
+ * lease messages that nobody can get (the loss shows only when the result
+ * is flushed, after the lease committed), and they would sit out their
+ * visibility timeout.  PostgreSQL notices a closed socket only when
+ * client_connection_check_interval is set; we look after every sleep.
+ */
+/*
+ * From libpq/libpq.h, which cannot be included without the GSSAPI headers
+ * of PostgreSQL's build (libpq-be.h); the function exists since 14.
+ */
+extern bool pq_check_connection(void);
+
+static void
+check_client(void)
+{
+	if (whereToSendOutput == DestRemote && !pq_check_connection())
+		ereport(FATAL,
+				(errcode(ERRCODE_CONNECTION_FAILURE),
+				 errmsg("connection to client lost during a waiting receive")));
+}
+
+/*
  * Sleep until something may have become receivable or the deadline passes.
  * generation is what queue_wait_generation said before the caller's last
  * try: a wake-up since then means "try again" at once.  Returns false once
@@ -134,6 +157,7 @@ queue_wait(QueueMeta *q, TimestampTz deadline, uint64 generation)
 						 Min(ms, QUEUE_FALLBACK_POLL_MS), PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 		CHECK_FOR_INTERRUPTS();
+		check_client();
 		return true;
 	}
 
@@ -150,6 +174,7 @@ queue_wait(QueueMeta *q, TimestampTz deadline, uint64 generation)
 	}
 	(void) ConditionVariableTimedSleep(cv, ms, PG_WAIT_EXTENSION);
 	ConditionVariableCancelSleep();
+	check_client();
 	return true;
 }
 

@@ -169,13 +169,19 @@ main(int argc, char **argv)
 					samples[i] = now_ms() - t0;
 					got = r;
 					if (atoi(PQgetvalue(res, 0, 1)) != 1)
+					{
 						redelivered++;
+						fprintf(stderr, "longpoll: round %d: receiver %d got a message received %s times, after %.1f ms\n",
+								i, r, PQgetvalue(res, 0, 1), samples[i]);
+					}
 					while (PQgetResult(recv[r]) != NULL)
 						;
 					dres = PQexecParams(recv[r], "SELECT queue.delete($1, $2)",
 										2, NULL, dparams, NULL, NULL, 0);
 					if (PQresultStatus(dres) != PGRES_TUPLES_OK)
 						die(recv[r], "delete");
+					if (strcmp(PQgetvalue(dres, 0, 0), "t") != 0)
+						fprintf(stderr, "longpoll: round %d: delete returned %s\n", i, PQgetvalue(dres, 0, 0));
 					PQclear(dres);
 				}
 				else

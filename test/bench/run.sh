@@ -1,29 +1,72 @@
 #!/usr/bin/env bash
 # test/bench/run.sh - `make bench`: the queue extension against the floor.
 #
-# Starts its own throwaway cluster (as user postgres when run as root), prints
-# the machine and the settings, and measures with pgbench custom scripts
-# (test/bench/*.sql, -M prepared) the full message cycle send -> receive ->
-# delete, each step its own autocommit statement, for:
-#   floor  a hand-written queue on a plain table (bench_floor: bigserial pk,
-#          index on (visible_at, id); receive = UPDATE ... WHERE id IN
-#          (SELECT ... FOR UPDATE SKIP LOCKED LIMIT n) RETURNING id)
-#   std    the extension's standard queue (queue.send / send_batch, receive,
-#          delete / delete_batch with the receipts just got)
-# at each client count and batch size.  Every figure is the median of RUNS
-# runs; each run starts from a freshly made queue holding PREFILL visible
-# messages, and afterwards the script checks that every message a cycle
-# received was deleted.  Results are lines
-#   BENCH <name> <value> msgs/s <ratio to the floor of the same shape>
-# followed by a summary table.  Nothing is asserted: figures are printed.
+# Starts its own throwaway cluster (as user postgres when run as root),
+# prints the machine and the settings, and measures, in that one run, with
+# pgbench custom scripts (test/bench/*.sql, -M prepared) and the long-poll
+# driver (test/bench/longpoll.c):
 #
-# Environment (all optional):
-#   QUICK=1            smoke reading: 1 run of 3 s per figure
-#   RUNS, SECS         runs per figure (default 3) and seconds per run (10)
-#   CLIENTS, BATCHES   lists (default "1 8" and "1 10")
-#   PREFILL            messages waiting in each queue at the start (1000)
+#  1. per synchronous_commit setting (SYNC_COMMITS, set per connection):
+#     a. each operation alone, at OP_CLIENTS x OP_BATCHES:
+#        the floor (a), a hand-written queue on a plain table, in two variants
+#          pk   the primary key alone, receive in id order
+#          idx  plus an index on (visible_at, id), receive in that order
+#        (the figure of floor (a) is the better of the two):
+#          insert   INSERT (a multi-row INSERT for batch > 1)
+#          receive  UPDATE ... WHERE id IN (SELECT ... FOR UPDATE SKIP LOCKED
+#                   LIMIT n) RETURNING, lease 30 s
+#          delete   DELETE by primary key
+#        the floor (b), the primitive limit: INSERT, UPDATE by primary key,
+#          DELETE by primary key, combined as 1 / (1/ins + 1/upd + 1/del)
+#        the extension: send / send_batch, receive, delete / delete_batch
+#     b. the full cycle send -> receive -> delete, three autocommit
+#        statements, at CLIENTS x BATCHES: floor (a) pk and idx, and the
+#        standard queue; its line also gives the ratio to floor (b)
+#     c. the full cycle at FIFO_SHAPES: FIFO queues with FIFO_GROUPS groups
+#        (each send to a random group, with a unique deduplication id), and
+#        the standard queue with a unique deduplication id on every send
+#  2. long polling: commit-to-return latency of waiting receives, 50
+#     receivers on 50 queues and 10 receivers on 1 queue (median, p99)
+#  3. scale: the receive's latency (pgbench -r) in a full cycle at 1 client
+#     with 1,000 messages waiting, 1,000,000 waiting, and 1,000 waiting
+#     behind 100,000 in flight (lower ids, leased for an hour)
+#  4. (not with QUICK=1) the soak: SOAK_MESSAGES messages through a queue
+#     kept near empty (send 10 -> receive 10 -> delete, 4 clients, autovacuum
+#     at its defaults), for the extension and the floor (idx): throughput per
+#     5 s window (pgbench -P 5) and table + index size at the end
+#
+# Every figure is the median of RUNS runs (the soak runs once).  Each run of
+# a throughput figure starts from a freshly made queue or table holding
+# PREFILL visible messages; runs of the kinds compared alternate their order.
+# After a run the counters (the extension) or the table (the floor) must show
+# that every message was handled as the script says (WARN lines otherwise).
+# Results are lines
+#   BENCH <name> <value> <unit> <ratio> [vs_b=<r>] [vs_std=<r>]
+# where <ratio> is value / the same figure of floor (a) in the same shape
+# (1.00 on floor (a) itself, "-" where there is none): above 1 is better for
+# msgs/s, below 1 is better for ms and MB.  Names end in _on or _off, the
+# synchronous_commit of the run.  Last come a summary table and the issue's
+# targets, marked ok or MISS.  Nothing is asserted: figures are printed.
+#
+# Environment (all optional; defaults for the full run, then QUICK=1):
+#   QUICK=1            smoke reading in under a minute: 1 run of 2 s, c8,
+#                      batches 1 and 10, sync on, no scale test, no soak
+#   RUNS, SECS         runs per figure (3; 1) and seconds per run (4; 2)
+#   SYNC_COMMITS       synchronous_commit settings ("on off"; "on")
+#   CLIENTS, BATCHES   full cycle shapes ("1 4 8", "1 10 100"; "8", "1 10")
+#   OP_CLIENTS, OP_BATCHES  single-operation shapes ("8", "1 10 100"; "8", "10")
+#   OPS                which single operations ("insert receive delete update")
+#   FLOOR_ALL=1        also measure insert and delete on the idx variant
+#                      (an extra index only adds work to them)
+#   OP_MAX_MSGS        cap on the messages a receive/delete run takes (150000)
+#   FIFO_SHAPES        clients x batch of the FIFO/dedup cycles ("c8_b1 c8_b10"; "c8_b10")
+#   FIFO_GROUPS        FIFO group counts ("1 100 10000"; "100")
+#   LP_ROUNDS          long-poll wake-ups per run (1000; 300); LP=0 skips it
+#   SCALE=0/1          the scale test (1; 0); SCALE_MESSAGES (1000000),
+#                      SCALE_INFLIGHT (100000), SCALE_BATCH (10)
+#   SOAK=0/1           the soak (1; 0); SOAK_MESSAGES (1000000)
+#   PREFILL            messages waiting at the start of each run (1000)
 #   BODY_BYTES         message body size (100)
-#   SYNC_COMMIT        synchronous_commit of the cluster (on)
 #   BENCH_FLOOR_ONLY=1 measure the floor only; the extension may be missing
 #   BENCH_KEEP=1       keep the cluster's folder (logs) after the run
 #   PG_CONFIG          which PostgreSQL (default: pg_config on PATH)
@@ -37,95 +80,54 @@ PKGLIBDIR=$("$PG_CONFIG" --pkglibdir)
 QUICK=${QUICK:-0}
 if [ "$QUICK" = 1 ]; then
 	RUNS=${RUNS:-1}
-	SECS=${SECS:-3}
+	SECS=${SECS:-2}
+	SYNC_COMMITS=${SYNC_COMMITS:-on}
+	CLIENTS=${CLIENTS:-8}
+	BATCHES=${BATCHES:-"1 10"}
+	OP_CLIENTS=${OP_CLIENTS:-8}
+	OP_BATCHES=${OP_BATCHES:-10}
+	FIFO_SHAPES=${FIFO_SHAPES:-c8_b10}
+	FIFO_GROUPS=${FIFO_GROUPS:-100}
+	LP_ROUNDS=${LP_ROUNDS:-300}
+	SCALE=${SCALE:-0}
+	SOAK=${SOAK:-0}
 else
 	RUNS=${RUNS:-3}
-	SECS=${SECS:-10}
+	SECS=${SECS:-4}
+	SYNC_COMMITS=${SYNC_COMMITS:-"on off"}
+	CLIENTS=${CLIENTS:-"1 4 8"}
+	BATCHES=${BATCHES:-"1 10 100"}
+	OP_CLIENTS=${OP_CLIENTS:-8}
+	OP_BATCHES=${OP_BATCHES:-"1 10 100"}
+	FIFO_SHAPES=${FIFO_SHAPES:-"c8_b1 c8_b10"}
+	FIFO_GROUPS=${FIFO_GROUPS:-"1 100 10000"}
+	LP_ROUNDS=${LP_ROUNDS:-1000}
+	SCALE=${SCALE:-1}
+	SOAK=${SOAK:-1}
 fi
-CLIENTS=${CLIENTS:-"1 8"}
-BATCHES=${BATCHES:-"1 10"}
+OPS=${OPS:-"insert receive delete update"}
+FLOOR_ALL=${FLOOR_ALL:-0}
+OP_MAX_MSGS=${OP_MAX_MSGS:-150000}
+LP=${LP:-1}
+SCALE_MESSAGES=${SCALE_MESSAGES:-1000000}
+SCALE_INFLIGHT=${SCALE_INFLIGHT:-100000}
+SCALE_BATCH=${SCALE_BATCH:-10}
+SOAK_MESSAGES=${SOAK_MESSAGES:-1000000}
 PREFILL=${PREFILL:-1000}
 BODY_BYTES=${BODY_BYTES:-100}
-SYNC_COMMIT=${SYNC_COMMIT:-on}
 BENCH_FLOOR_ONLY=${BENCH_FLOOR_ONLY:-0}
 BENCH_KEEP=${BENCH_KEEP:-0}
 QUEUE=bench
+FIFO_QUEUE=bench-fifo
 BODY=$(head -c "$BODY_BYTES" /dev/zero | tr '\0' 'x')
+T_START=$(date +%s)
 
-die() { echo "bench: FAIL: $*" >&2; exit 1; }
+# shellcheck source=lib.sh
+. "$HERE/lib.sh"
 
-# --- the throwaway cluster ---------------------------------------------------
-
-if [ "$(id -u)" = 0 ]; then
-	id postgres >/dev/null 2>&1 || die "running as root needs an OS user 'postgres'"
-	as_pg() { runuser -u postgres -- "$@"; }
-else
-	as_pg() { "$@"; }
-fi
-
-BENCH_DIR=$(mktemp -d /tmp/queue-bench.XXXXXX)
-[ "$(id -u)" = 0 ] && chown postgres: "$BENCH_DIR"
-DATA=$BENCH_DIR/data
-LOG=$BENCH_DIR/server.log
-
-cleanup() {
-	local rc=$?
-	trap - EXIT INT TERM
-	if [ -f "$DATA/postmaster.pid" ]; then
-		as_pg "$BINDIR/pg_ctl" -D "$DATA" -m fast -w -t 30 stop >/dev/null 2>&1 ||
-			as_pg "$BINDIR/pg_ctl" -D "$DATA" -m immediate stop >/dev/null 2>&1 || true
-	fi
-	if [ "$rc" != 0 ] && [ -f "$LOG" ]; then
-		echo "bench: exit status $rc; last lines of the server log:" >&2
-		tail -n 20 "$LOG" >&2 || true
-	fi
-	if [ "$BENCH_KEEP" = 1 ]; then
-		echo "bench: kept $BENCH_DIR"
-	else
-		rm -rf "$BENCH_DIR"
-	fi
-	exit "$rc"
-}
-trap cleanup EXIT
-trap 'exit 130' INT
-trap 'exit 143' TERM
-
-port_free() {
-	[ -z "$(ss -Htln "sport = :$1" 2>/dev/null)" ] &&
-		[ ! -e "/tmp/.s.PGSQL.$1" ] && [ ! -e "/var/run/postgresql/.s.PGSQL.$1" ]
-}
-PORT=${BENCH_PORT:-}
-if [ -z "$PORT" ]; then
-	for p in $(seq $((55432 + RANDOM % 500)) 56999); do
-		if port_free "$p"; then PORT=$p; break; fi
-	done
-	[ -n "$PORT" ] || die "no free port in 55432..56999"
-fi
-
-PRELOAD="'queue'"
-if [ ! -f "$PKGLIBDIR/queue.so" ]; then
-	[ "$BENCH_FLOOR_ONLY" = 1 ] || die "$PKGLIBDIR/queue.so is not installed (run make install, or BENCH_FLOOR_ONLY=1)"
-	PRELOAD="''"
-fi
-
-as_pg "$BINDIR/initdb" -D "$DATA" -A trust -U postgres -E UTF8 --locale=C >"$BENCH_DIR/initdb.log" 2>&1 ||
-	{ cat "$BENCH_DIR/initdb.log" >&2; die "initdb failed"; }
-cat >>"$DATA/postgresql.conf" <<EOF
-
-# --- queue bench (test/bench/run.sh) ---
-port = $PORT
-listen_addresses = ''
-unix_socket_directories = '$BENCH_DIR'
-shared_preload_libraries = $PRELOAD
-shared_buffers = 1GB
-max_connections = 60
-synchronous_commit = $SYNC_COMMIT
-max_wal_size = 4GB
-EOF
-as_pg "$BINDIR/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 start >/dev/null || die "the server did not start"
-
-PSQL=("$BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$BENCH_DIR" -p "$PORT" -U postgres -d postgres)
-psql_val() { "${PSQL[@]}" -At -c "$1"; }
+start_cluster
+psql_init
+make_scripts
 
 # --- machine and settings ----------------------------------------------------
 
@@ -134,6 +136,7 @@ echo "cores:      $(nproc)"
 echo "cpu:        $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
 echo "memory:     $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
 echo "kernel:     $(uname -sr)"
+echo "load:       $(cut -d' ' -f1-3 /proc/loadavg) (1, 5, 15 min, at the start)"
 echo "server:     $(psql_val 'SELECT version()')"
 echo "pgbench:    $("$BINDIR/pgbench" --version)"
 echo "source:     $(git -C "$HERE" describe --always --dirty 2>/dev/null || echo unknown)"
@@ -143,11 +146,17 @@ echo "== settings"
 	SELECT name, current_setting(name) FROM pg_settings
 	 WHERE name IN ('shared_buffers', 'max_connections', 'synchronous_commit', 'fsync',
 	                'wal_level', 'max_wal_size', 'checkpoint_timeout', 'autovacuum',
+	                'autovacuum_naptime', 'autovacuum_vacuum_scale_factor',
+	                'autovacuum_vacuum_threshold', 'autovacuum_vacuum_cost_limit',
 	                'shared_preload_libraries', 'jit')
 	 ORDER BY name"
-echo "runs:       $RUNS x ${SECS}s per figure (median); clients: $CLIENTS; batches: $BATCHES"
+echo "runs:       median of $RUNS x ${SECS}s per figure (receive/delete alone: a fixed count per run, about ${SECS}s)"
+echo "sync:       synchronous_commit per run: $SYNC_COMMITS"
+echo "cycle:      clients $CLIENTS x batches $BATCHES"
+echo "ops:        $OPS at clients $OP_CLIENTS x batches $OP_BATCHES"
+echo "fifo/dedup: $FIFO_SHAPES, groups $FIFO_GROUPS"
 echo "queues:     $PREFILL messages waiting at the start of each run; body $BODY_BYTES bytes"
-echo "pgbench:    pgbench -n -M prepared -T $SECS -c <clients> -j <clients> -f test/bench/<script>.sql"
+echo "pgbench:    pgbench -n -M prepared -c <clients> -j <clients> -f test/bench/<script>.sql"
 
 EXT=1
 if [ "$BENCH_FLOOR_ONLY" = 1 ]; then
@@ -159,154 +168,367 @@ else
 	echo "extension:  queue $(psql_val "SELECT extversion FROM pg_extension WHERE extname = 'queue'")"
 fi
 
-# --- per-run setup and checks ------------------------------------------------
+# --- one run of each kind ------------------------------------------------------
+#
+# Each *_one function makes a fresh queue, runs pgbench once, checks the
+# outcome and sets M (msgs/s; for lat_one, ms).
 
-# A fresh hand-written queue with PREFILL visible messages.
-reset_floor() {
-	"${PSQL[@]}" -v body="$BODY" >/dev/null <<EOF
-SET client_min_messages = warning;
-DROP TABLE IF EXISTS bench_floor;
-CREATE TABLE bench_floor (
-	id            bigserial PRIMARY KEY,
-	visible_at    timestamptz NOT NULL DEFAULT now(),
-	body          text NOT NULL,
-	receive_count int NOT NULL DEFAULT 0);
-CREATE INDEX bench_floor_visible ON bench_floor (visible_at, id);
-INSERT INTO bench_floor (visible_at, body) SELECT now(), :'body' FROM generate_series(1, $PREFILL);
-VACUUM ANALYZE bench_floor;
-CHECKPOINT;
-EOF
+# cycle_one KIND C B SYNC [GROUPS]; KIND floor_pk, floor_idx, std, std_dedup,
+# fifo.
+cycle_one() {
+	local kind=$1 c=$2 b=$3 sync=$4 groups=${5:-1} q=$QUEUE before got
+	case $kind in
+	floor_*)
+		reset_floor "${kind#floor_}" "$PREFILL"
+		pgb "$(script "$kind" cycle "$b")" "$c" "$sync" "-T $SECS" -D batch="$b"
+		M=$(awk -v t="$TPS" -v b="$b" 'BEGIN { print t * b }')
+		check "cycle $kind c$c b$b $sync: visible/in-flight/sent" "$(psql_val "
+			SELECT count(*) FILTER (WHERE visible_at <= now()) || ' ' ||
+			       count(*) FILTER (WHERE visible_at > now()) || ' ' ||
+			       (SELECT last_value - $PREFILL FROM bench_floor_id_seq)
+			  FROM bench_floor")" "$PREFILL 0 $((TX * b))"
+		;;
+	std | std_dedup)
+		reset_queue "$q" false 1 "$PREFILL"
+		pgb "$(script "$kind" cycle "$b")" "$c" "$sync" "-T $SECS" -D batch="$b"
+		M=$(awk -v t="$TPS" -v b="$b" 'BEGIN { print t * b }')
+		check "cycle $kind c$c b$b $sync: sent/received/deleted" "$(counters "$q")" \
+			"$((PREFILL + TX * b)) $((TX * b)) $((TX * b))"
+		;;
+	fifo)
+		q=$FIFO_QUEUE
+		reset_queue "$q" true "$groups" "$PREFILL"
+		pgb "$(script fifo cycle "$b")" "$c" "$sync" "-T $SECS" -D batch="$b" -D groups="$groups" -D queue="$q"
+		got=$(counters "$q")
+		# msgs/s: the messages deleted (receives can come back short)
+		M=$(awk -v d="${got##* }" -v s="$DUR" 'BEGIN { print (s > 0 ? d / s : 0) }')
+		read -r s r d <<<"$got"
+		check "cycle fifo g$groups c$c b$b $sync: sent, received - deleted" "$s $((r - d))" \
+			"$((PREFILL + TX * b)) 0"
+		;;
+	esac
 }
 
-# A fresh standard queue with PREFILL visible messages (send_batch takes at
-# most 1000 bodies, so fill in chunks).
-reset_std() {
-	"${PSQL[@]}" -v body="$BODY" >/dev/null <<EOF
-SET client_min_messages = warning;
-SELECT queue.drop('$QUEUE', if_exists => true);
-SELECT queue.create('$QUEUE');
-SELECT count(*) FROM generate_series(0, ($PREFILL - 1) / 1000) AS g,
-	LATERAL queue.send_batch('$QUEUE', array_fill(:'body'::text, ARRAY[least(1000, $PREFILL - g * 1000)]));
-VACUUM ANALYZE;
-CHECKPOINT;
-EOF
+# op_one KIND OP C B SYNC N: OP insert, receive, delete, update; KIND
+# floor_pk, floor_idx, std.  receive and delete take N messages (pgbench -t).
+op_one() {
+	local kind=$1 op=$2 c=$3 b=$4 sync=$5 n=$6 per got
+	local t=$(( (n + c * b - 1) / (c * b) ))
+	n=$((t * c * b))
+	per=$((t * b))
+	case $op/$kind in
+	insert/floor_*)
+		reset_floor "${kind#floor_}" "$PREFILL"
+		pgb "$(script "$kind" insert "$b")" "$c" "$sync" "-T $SECS" -D batch="$b"
+		check "insert $kind c$c b$b $sync: rows" "$(psql_val "SELECT count(*) FROM bench_floor")" "$((PREFILL + TX * b))"
+		;;
+	insert/std)
+		reset_queue "$QUEUE" false 1 "$PREFILL"
+		pgb "$(script std send "$b")" "$c" "$sync" "-T $SECS" -D batch="$b"
+		check "send c$c b$b $sync: sent" "$(counters "$QUEUE" | cut -d' ' -f1)" "$((PREFILL + TX * b))"
+		;;
+	update/floor_pk)
+		reset_floor pk $((c * 1000))
+		pgb "$(script floor_pk update "$b")" "$c" "$sync" "-T $SECS" -D batch="$b" -D region=1000
+		check "update c$c b$b $sync: rows updated" "$(psql_val "SELECT sum(receive_count) FROM bench_floor")" "$((TX * b))"
+		;;
+	receive/floor_*)
+		# -T: the pk variant slows as leased rows pile up at the head of
+		# its order, so a fixed count could take minutes.  The queue holds
+		# 2n: it must not run dry (checked); msgs/s counts the leases.
+		reset_floor "${kind#floor_}" $((PREFILL + 2 * n))
+		pgb "$(script "$kind" receive "$b")" "$c" "$sync" "-T $SECS" -D batch="$b"
+		got=$(psql_val "SELECT count(*) FROM bench_floor WHERE visible_at > now()")
+		M=$(awk -v g="$got" -v s="$DUR" 'BEGIN { print g / s }')
+		[ "$got" -lt $((PREFILL + 2 * n)) ] || check "receive $kind c$c b$b $sync: the queue ran dry" yes no
+		[ "$got" -le $((TX * b)) ] || check "receive $kind c$c b$b $sync: leased <= receives x batch" "$got" "<= $((TX * b))"
+		return
+		;;
+	receive/std)
+		reset_queue "$QUEUE" false 1 $((PREFILL + 2 * n))
+		pgb "$(script std receive "$b")" "$c" "$sync" "-T $SECS" -D batch="$b"
+		got=$(counters "$QUEUE" | cut -d' ' -f2)
+		M=$(awk -v g="$got" -v s="$DUR" 'BEGIN { print g / s }')
+		[ "$got" -lt $((PREFILL + 2 * n)) ] || check "receive c$c b$b $sync: the queue ran dry" yes no
+		[ "$got" -le $((TX * b)) ] || check "receive c$c b$b $sync: received <= receives x batch" "$got" "<= $((TX * b))"
+		return
+		;;
+	delete/floor_*)
+		reset_floor "${kind#floor_}" "$PREFILL" "$n"
+		pgb "$(script "$kind" delete "$b")" "$c" "$sync" "-t $t" -D batch="$b" -D per="$per"
+		check "delete $kind c$c b$b $sync: rows left" "$(psql_val "SELECT count(*) FROM bench_floor")" "$PREFILL"
+		;;
+	delete/std)
+		reset_queue "$QUEUE" false 1 "$PREFILL" "$n"
+		pgb "$(script std delete "$b")" "$c" "$sync" "-t $t" -D batch="$b" -D per="$per"
+		check "delete c$c b$b $sync: deleted" "$(counters "$QUEUE" | cut -d' ' -f3)" "$n"
+		;;
+	*) die "op_one: no $op for $kind" ;;
+	esac
+	M=$(awk -v t="$TPS" -v b="$b" 'BEGIN { print t * b }')
 }
 
-# After a run with N cycles of batch b, every message sent must have been
-# received and deleted: N*b sent, PREFILL still waiting, none in flight.  So a
-# receive that came back short, a delete that missed, or a cycle cut off half
-# way shows here.  A mismatch is printed (WARN) and counted, not fatal.
-CHECKS_FAILED=0
-check_result() {	# NAME GOT EXPECTED
-	if [ "$2" != "$3" ]; then
-		echo "WARN $1: after the run $CHECK_WHAT = $2, expected $3"
-		CHECKS_FAILED=$((CHECKS_FAILED + 1))
-	fi
-}
-check_floor() {	# NAME CYCLES BATCH
-	CHECK_WHAT="visible/in-flight/sent"
-	check_result "$1" "$(psql_val "
-		SELECT count(*) FILTER (WHERE visible_at <= now()) || ' ' ||
-		       count(*) FILTER (WHERE visible_at > now()) || ' ' ||
-		       (SELECT last_value - $PREFILL FROM bench_floor_id_seq)
-		  FROM bench_floor")" "$PREFILL 0 $(($2 * $3))"
-}
-check_std() {	# NAME CYCLES BATCH
-	local got
-	CHECK_WHAT="visible/in-flight/sent/deleted"
-	got=$(psql_val "SELECT visible || ' ' || in_flight || ' ' || coalesce((sent - $PREFILL)::text, '?')
-	                       || ' ' || coalesce(deleted::text, '?')
-	                  FROM queue.stats WHERE queue_name = '$QUEUE'" 2>&1) ||
-		got="(cannot read queue.stats: $got)"
-	check_result "$1" "$got" "$PREFILL 0 $(($2 * $3)) $(($2 * $3))"
+# measure LABEL FUNC ARGS... -- KINDS...: RUNS runs of "FUNC KIND ARGS..."
+# for each kind, alternating the order of the kinds from run to run so drift
+# in the machine falls on all alike; sets MED[kind] to the median of M.
+declare -A MED
+measure() {
+	local label=$1 fn=$2 args=() kinds=() order k r
+	shift 2
+	while [ "$1" != -- ]; do args+=("$1"); shift; done
+	shift
+	kinds=("$@")
+	declare -A got=()
+	for r in $(seq 1 "$RUNS"); do
+		if [ $((r % 2)) = 1 ]; then order=("${kinds[@]}"); else
+			order=(); for ((k = ${#kinds[@]} - 1; k >= 0; k--)); do order+=("${kinds[k]}"); done
+		fi
+		for k in "${order[@]}"; do
+			"$fn" "$k" "${args[@]}"
+			got[$k]+=" $M"
+			[ "$RUNS" = 1 ] || echo "  run $r/$RUNS $label $k: $(fmt "$M" 3)"
+		done
+	done
+	MED=()
+	for k in "${kinds[@]}"; do MED[$k]=$(median <<<"${got[$k]}"); done
 }
 
-# run_pgbench SCRIPT CLIENTS BATCH -> sets TPS (cycles per second) and
-# CYCLES (cycles run).
-run_pgbench() {
-	local script=$1 c=$2 b=$3 out
-	out=$("$BINDIR/pgbench" -n -M prepared -T "$SECS" -c "$c" -j "$c" \
-		-h "$BENCH_DIR" -p "$PORT" -U postgres \
-		-D queue="$QUEUE" -D body="$BODY" -D batch="$b" \
-		-f "$HERE/$script" postgres 2>&1) || {
-		echo "$out" >&2
-		die "pgbench $script -c $c failed"
-	}
-	TPS=$(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' <<<"$out")
-	CYCLES=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' <<<"$out")
-	[ -n "$TPS" ] && [ -n "$CYCLES" ] || { echo "$out" >&2; die "no tps in pgbench output"; }
-	if grep -q 'number of failed transactions: [1-9]' <<<"$out"; then
-		echo "$out" >&2
-		die "pgbench $script -c $c had failed transactions"
-	fi
-}
+# --- 1. throughput, per synchronous_commit setting ------------------------------
 
-median() { tr ' ' '\n' | sed '/^$/d' | sort -g | awk '{ v[NR] = $1 } END {
-	if (NR % 2) m = v[(NR + 1) / 2]; else m = (v[NR / 2] + v[NR / 2 + 1]) / 2; printf "%.0f\n", m }'; }
+EXT_KINDS=(); [ "$EXT" = 1 ] && EXT_KINDS=(std)
+have_op() { [[ " $OPS " == *" $1 "* ]]; }
 
-# --- measurements --------------------------------------------------------------
+for sync in $SYNC_COMMITS; do
+	echo "== synchronous_commit = $sync"
 
-declare -A RES RUNSOF
-SHAPES=()
-
-# one_run KIND SHAPE CLIENTS BATCH: a fresh queue, one pgbench run; appends the
-# msgs/s to RUNSOF[kind].
-one_run() {
-	local kind=$1 shape=$2 c=$3 b=$4 sfx=bn m
-	if [ "$b" = 1 ]; then sfx=b1; fi
-	"reset_$kind"
-	run_pgbench "${kind}_$sfx.sql" "$c" "$b"
-	"check_$kind" "cycle_${kind}_$shape" "$CYCLES" "$b"
-	m=$(awk -v t="$TPS" -v b="$b" 'BEGIN { printf "%.0f", t * b }')
-	RUNSOF[$kind]+=" $m"
-	echo "  run $r/$RUNS cycle_${kind}_$shape: $m msgs/s"
-}
-
-echo "== full cycle send -> receive -> delete (msgs/s = cycles/s x batch)"
-for c in $CLIENTS; do
-	for b in $BATCHES; do
-		shape="c${c}_b${b}"
-		SHAPES+=("$shape")
-		RUNSOF=([floor]="" [std]="")
-		# Runs of the two alternate, first one then the other first, so
-		# drift in the machine falls on both alike.
-		for r in $(seq 1 "$RUNS"); do
-			if [ "$EXT" = 0 ]; then
-				one_run floor "$shape" "$c" "$b"
-			elif [ $((r % 2)) = 1 ]; then
-				one_run floor "$shape" "$c" "$b"
-				one_run std "$shape" "$c" "$b"
-			else
-				one_run std "$shape" "$c" "$b"
-				one_run floor "$shape" "$c" "$b"
+	# a. single operations
+	for c in $OP_CLIENTS; do
+		for b in $OP_BATCHES; do
+			sh="c${c}_b${b}_$sync"
+			echo "-- single operations, $c clients, batch $b, synchronous_commit $sync (msgs/s)"
+			ins_kinds=(floor_pk); [ "$FLOOR_ALL" = 1 ] && ins_kinds+=(floor_idx)
+			send_name=send; [ "$b" -gt 1 ] && send_name=send_batch
+			del_name=delete; [ "$b" -gt 1 ] && del_name=delete_batch
+			if have_op insert; then
+				measure "insert $sh" op_one insert "$c" "$b" "$sync" 0 -- "${ins_kinds[@]}" "${EXT_KINDS[@]}"
+				f=${MED[floor_pk]}
+				[ "$FLOOR_ALL" = 1 ] && { result "insert_floor_idx_$sh" "${MED[floor_idx]}" msgs/s 0 -; f=$(bigger "$f" "${MED[floor_idx]}"); }
+				result "insert_floor_$sh" "$f" msgs/s 0 self
+				[ "$EXT" = 1 ] && result "${send_name}_$sh" "${MED[std]}" msgs/s 0 "$f"
+			fi
+			if have_op update; then
+				measure "update $sh" op_one update "$c" "$b" "$sync" 0 -- floor_pk
+				result "update_floor_$sh" "${MED[floor_pk]}" msgs/s 0 -
+			fi
+			# receive and delete need messages waiting (delete: a fixed count
+			# per run, pgbench -t): about SECS at the rate of the insert.
+			n=$(awk -v r="${RES[insert_floor_$sh]:-5000}" -v s="$SECS" -v m="$OP_MAX_MSGS" 'BEGIN {
+				n = r * s; if (n > m) n = m; if (n < 2000) n = 2000; printf "%d", n }')
+			if have_op receive; then
+				measure "receive $sh" op_one receive "$c" "$b" "$sync" "$n" -- floor_pk floor_idx "${EXT_KINDS[@]}"
+				result "receive_floor_pk_$sh" "${MED[floor_pk]}" msgs/s 0 -
+				result "receive_floor_idx_$sh" "${MED[floor_idx]}" msgs/s 0 -
+				f=$(bigger "${MED[floor_pk]}" "${MED[floor_idx]}")
+				result "receive_floor_$sh" "$f" msgs/s 0 self
+				[ "$EXT" = 1 ] && result "receive_$sh" "${MED[std]}" msgs/s 0 "$f"
+			fi
+			if have_op delete; then
+				del_kinds=(floor_pk); [ "$FLOOR_ALL" = 1 ] && del_kinds+=(floor_idx)
+				measure "delete $sh" op_one delete "$c" "$b" "$sync" "$n" -- "${del_kinds[@]}" "${EXT_KINDS[@]}"
+				f=${MED[floor_pk]}
+				[ "$FLOOR_ALL" = 1 ] && { result "delete_floor_idx_$sh" "${MED[floor_idx]}" msgs/s 0 -; f=$(bigger "$f" "${MED[floor_idx]}"); }
+				result "delete_floor_$sh" "$f" msgs/s 0 self
+				[ "$EXT" = 1 ] && result "${del_name}_$sh" "${MED[std]}" msgs/s 0 "$f"
+			fi
+			if [ -n "${RES[insert_floor_$sh]:-}" ] && [ -n "${RES[update_floor_$sh]:-}" ] && [ -n "${RES[delete_floor_$sh]:-}" ]; then
+				result "floor_b_$sh" "$(awk -v i="${RES[insert_floor_$sh]}" -v u="${RES[update_floor_$sh]}" \
+					-v d="${RES[delete_floor_$sh]}" 'BEGIN { print 1 / (1 / i + 1 / u + 1 / d) }')" msgs/s 0 - \
+					"(1/(1/insert + 1/update + 1/delete): the primitive limit)"
 			fi
 		done
-		f=$(median <<<"${RUNSOF[floor]}")
-		RES[floor_$shape]=$f
-		echo "BENCH cycle_floor_$shape $f msgs/s 1.00"
-		if [ "$EXT" = 1 ]; then
-			s=$(median <<<"${RUNSOF[std]}")
-			RES[std_$shape]=$s
-			echo "BENCH cycle_std_$shape $s msgs/s $(awk -v s="$s" -v f="$f" 'BEGIN { printf "%.2f", s / f }')"
-		else
-			echo "SKIP cycle_std_$shape (extension not measured)"
+	done
+
+	# b. the full cycle
+	for c in $CLIENTS; do
+		for b in $BATCHES; do
+			sh="c${c}_b${b}_$sync"
+			echo "-- full cycle, $c clients, batch $b, synchronous_commit $sync (msgs/s = cycles/s x batch)"
+			measure "cycle $sh" cycle_one "$c" "$b" "$sync" -- floor_pk floor_idx "${EXT_KINDS[@]}"
+			result "cycle_floor_pk_$sh" "${MED[floor_pk]}" msgs/s 0 -
+			result "cycle_floor_idx_$sh" "${MED[floor_idx]}" msgs/s 0 -
+			f=$(bigger "${MED[floor_pk]}" "${MED[floor_idx]}")
+			result "cycle_floor_$sh" "$f" msgs/s 0 self
+			if [ "$EXT" = 1 ]; then
+				vb=""
+				[ -n "${RES[floor_b_$sh]:-}" ] && vb="vs_b=$(ratio "${MED[std]}" "${RES[floor_b_$sh]}")"
+				result "cycle_std_$sh" "${MED[std]}" msgs/s 0 "$f" $vb
+			fi
+		done
+	done
+
+	# c. FIFO and deduplication ids, full cycle
+	[ "$EXT" = 1 ] || continue
+	for fs in $FIFO_SHAPES; do
+		c=${fs%%_*}; c=${c#c}; b=${fs##*_b}
+		sh="c${c}_b${b}_$sync"
+		echo "-- FIFO and deduplication ids, full cycle, $c clients, batch $b, synchronous_commit $sync (msgs/s)"
+		fifo_g() { cycle_one fifo "$2" "$3" "$4" "$1"; }
+		# the floor and the standard queue of this shape, if not measured above
+		if [ -z "${RES[cycle_std_$sh]:-}" ]; then
+			measure "cycle $sh" cycle_one "$c" "$b" "$sync" -- floor_pk floor_idx std
+			f=$(bigger "${MED[floor_pk]}" "${MED[floor_idx]}")
+			result "cycle_floor_$sh" "$f" msgs/s 0 self
+			result "cycle_std_$sh" "${MED[std]}" msgs/s 0 "$f"
 		fi
+		f=${RES[cycle_floor_$sh]}
+		s=${RES[cycle_std_$sh]}
+		measure "dedup $sh" cycle_one "$c" "$b" "$sync" -- std_dedup
+		result "cycle_std_dedup_$sh" "${MED[std_dedup]}" msgs/s 0 "$f" "vs_std=$(ratio "${MED[std_dedup]}" "$s")"
+		measure "fifo $sh" fifo_g "$c" "$b" "$sync" -- $FIFO_GROUPS
+		for g in $FIFO_GROUPS; do
+			result "cycle_fifo_g${g}_$sh" "${MED[$g]}" msgs/s 0 "$f" "vs_std=$(ratio "${MED[$g]}" "$s")"
+		done
 	done
 done
 
-# --- summary -------------------------------------------------------------------
+# --- 2. long polling -----------------------------------------------------------
 
-echo "== summary: full cycle, msgs/s, median of $RUNS x ${SECS}s, synchronous_commit=$SYNC_COMMIT"
-printf '%-10s %12s %12s %10s\n' shape floor std std/floor
-for shape in "${SHAPES[@]}"; do
-	f=${RES[floor_$shape]}
-	if [ "$EXT" = 1 ]; then
-		s=${RES[std_$shape]}
-		printf '%-10s %12s %12s %10s\n' "$shape" "$f" "$s" "$(awk -v s="$s" -v f="$f" 'BEGIN { printf "%.2f", s / f }')"
+if [ "$EXT" = 1 ] && [ "$LP" = 1 ]; then
+	echo "== long polling: commit-to-return latency, $LP_ROUNDS wake-ups per run (test/bench/longpoll.c)"
+	if ! cc -O2 -I"$("$PG_CONFIG" --includedir)" -o "$BENCH_DIR/longpoll" "$HERE/longpoll.c" \
+		-L"$("$PG_CONFIG" --libdir)" -lpq 2>"$BENCH_DIR/longpoll.err"; then
+		cat "$BENCH_DIR/longpoll.err"
+		echo "SKIP longpoll: does not build (needs a C compiler and libpq's headers)"
 	else
-		printf '%-10s %12s %12s %10s\n' "$shape" "$f" - -
+		for cfg in "50 50 50q" "10 1 1q"; do
+			read -r nr nq tag <<<"$cfg"
+			meds="" p99s=""
+			for r in $(seq 1 "$RUNS"); do
+				if out=$("$BENCH_DIR/longpoll" "host=$BENCH_DIR port=$PORT user=postgres dbname=postgres" \
+					"$nr" "$nq" "$LP_ROUNDS" 2>&1); then :; else
+					echo "WARN longpoll $tag: exit status $? (a message redelivered or left over?)"
+					CHECKS_FAILED=$((CHECKS_FAILED + 1))
+				fi
+				echo "  run $r/$RUNS longpoll $tag: $out"
+				meds+=" $(sed -n 's/.*median_ms=\([0-9.]*\).*/\1/p' <<<"$out")"
+				p99s+=" $(sed -n 's/.*p99_ms=\([0-9.]*\).*/\1/p' <<<"$out")"
+			done
+			result "longpoll_${tag}_median" "$(median <<<"$meds")" ms 3 -
+			result "longpoll_${tag}_p99" "$(median <<<"$p99s")" ms 3 -
+		done
 	fi
-done
-if [ "$CHECKS_FAILED" != 0 ]; then
-	echo "WARN $CHECKS_FAILED run(s) failed their checks (see WARN lines above): their figures are suspect"
 fi
+
+# --- 3. scale: receive latency against queue size and leases ahead --------------
+
+# lat_one KIND: one run of the full cycle at 1 client with pgbench -r on the
+# queue as it is; M = the receive's mean latency in ms.
+lat_one() {
+	local kind=$1 s
+	s=$(script "$kind" cycle "$SCALE_BATCH")
+	[[ $kind == floor_* ]] || s=$(script std cycle "$SCALE_BATCH")
+	pgb "$s" 1 on "-T $SECS" -r -D batch="$SCALE_BATCH"
+	M=$(stmt_latency 2)
+}
+# scale_case KIND CASE: make the queue of CASE (1k, 1m, inflight), measure.
+scale_case() {
+	local kind=$1 case=$2 leased=0 r got=""
+	case $case in
+	1m) ;;	# added to the 1k queue by the caller
+	inflight) leased=$SCALE_INFLIGHT ;;
+	esac
+	if [ "$case" != 1m ]; then
+		if [[ $kind == floor_* ]]; then reset_floor "${kind#floor_}" "$PREFILL" "$leased"
+		else reset_queue "$QUEUE" false 1 "$PREFILL" "$leased"; fi
+	else
+		if [[ $kind == floor_* ]]; then
+			psql_run <<EOF
+INSERT INTO bench_floor (visible_at, body) SELECT now(), :'body' FROM generate_series(1, $SCALE_MESSAGES - $PREFILL);
+VACUUM ANALYZE bench_floor;
+CHECKPOINT;
+EOF
+		else add_visible "$QUEUE" $((SCALE_MESSAGES - PREFILL)); fi
+	fi
+	for r in $(seq 1 "$RUNS"); do
+		lat_one "$kind"
+		got+=" $M"
+	done
+	echo "  $kind $case: receive ms per run:$got"
+	SC[${kind}_$case]=$(median <<<"$got")
+}
+
+if [ "$SCALE" = 1 ]; then
+	echo "== scale: receive latency (ms, pgbench -r) in the full cycle, 1 client, batch $SCALE_BATCH, synchronous_commit on"
+	echo "   1k: $PREFILL waiting; 1m: $SCALE_MESSAGES waiting; inflight: $PREFILL waiting behind $SCALE_INFLIGHT in flight"
+	declare -A SC
+	kinds=(floor_pk floor_idx "${EXT_KINDS[@]}")
+	for k in "${kinds[@]}"; do
+		scale_case "$k" 1k
+		scale_case "$k" 1m
+		scale_case "$k" inflight
+	done
+	# floor (a) is the faster variant per case
+	for case in 1k 1m inflight; do
+		a=${SC[floor_pk_$case]} b=${SC[floor_idx_$case]}
+		SC[floor_$case]=$(awk -v a="$a" -v b="$b" 'BEGIN { print (a + 0 <= b + 0 ? a : b) }')
+	done
+	for case in 1k 1m inflight; do
+		result "receive_ms_floor_$case" "${SC[floor_$case]}" ms 3 self "(pk ${SC[floor_pk_$case]}, idx ${SC[floor_idx_$case]})"
+		[ "$EXT" = 1 ] && result "receive_ms_std_$case" "${SC[std_$case]}" ms 3 "${SC[floor_$case]}"
+	done
+	for kind in floor "${EXT_KINDS[@]}"; do
+		result "receive_scale_${kind}_1m_vs_1k" "$(ratio "${SC[${kind}_1m]}" "${SC[${kind}_1k]}")" x 2 \
+			"$([ "$kind" = floor ] && echo self || echo "${RES[receive_scale_floor_1m_vs_1k]}")"
+		result "receive_scale_${kind}_inflight_vs_none" "$(ratio "${SC[${kind}_inflight]}" "${SC[${kind}_1k]}")" x 2 \
+			"$([ "$kind" = floor ] && echo self || echo "${RES[receive_scale_floor_inflight_vs_none]}")"
+	done
+fi
+
+# --- 4. the soak -------------------------------------------------------------------
+
+# soak_one KIND: SOAK_MESSAGES messages, 4 clients, batch 10, pgbench -P 5.
+soak_one() {
+	local kind=$1 t=$((SOAK_MESSAGES / 40)) s windows size live
+	if [ "$kind" = floor ]; then
+		reset_floor idx 100
+		s=$(script floor_idx cycle 10)
+	else
+		reset_queue "$QUEUE" false 1 100
+		s=$(script std cycle 10)
+	fi
+	pgb "$s" 4 on "-t $t" -P 5 -D batch=10
+	windows=$(sed -n 's/^progress: [0-9.]* s, \([0-9.]*\) tps.*/\1/p' <<<"$OUT" | awk '{ printf " %.0f", $1 * 10 }')
+	if [ "$kind" = floor ]; then
+		size=$(psql_val "SELECT pg_total_relation_size('bench_floor')")
+		live=$(psql_val "SELECT count(*) FROM bench_floor")
+	else
+		size=$(queue_size "$QUEUE")
+		live=$(psql_val "SELECT count(*) FROM queue_data.q$QID")
+	fi
+	echo "  soak $kind: $((t * 40)) messages in $(fmt "$DUR" 1) s; msgs/s per 5 s window:$windows"
+	echo "  soak $kind: at the end $live rows, $(fmt "$(awk -v s="$size" 'BEGIN { print s / 1048576 }')" 1) MB (table + indexes)"
+	SOAK_RATE[$kind]=$(awk -v t="$TPS" 'BEGIN { print t * 10 }')
+	SOAK_WIN[$kind]=$(awk '{ mn = $1; mx = $1; for (i = 2; i <= NF; i++) { if ($i < mn) mn = $i; if ($i > mx) mx = $i }
+		if (NF < 2 || mx == 0) print "-"; else print mn / mx }' <<<"$windows")
+	SOAK_MB[$kind]=$(awk -v s="$size" 'BEGIN { print s / 1048576 }')
+}
+
+if [ "$SOAK" = 1 ]; then
+	echo "== soak: $SOAK_MESSAGES messages, send 10 -> receive 10 -> delete, 4 clients, synchronous_commit on, autovacuum at its defaults"
+	declare -A SOAK_RATE SOAK_WIN SOAK_MB
+	soak_one floor
+	[ "$EXT" = 1 ] && soak_one std
+	result soak_floor_rate "${SOAK_RATE[floor]}" msgs/s 0 self
+	result soak_floor_window_ratio "${SOAK_WIN[floor]}" x 2 self "(slowest / fastest 5 s window)"
+	result soak_floor_size "${SOAK_MB[floor]}" MB 1 self
+	if [ "$EXT" = 1 ]; then
+		result soak_std_rate "${SOAK_RATE[std]}" msgs/s 0 "${SOAK_RATE[floor]}"
+		result soak_std_window_ratio "${SOAK_WIN[std]}" x 2 "${SOAK_WIN[floor]}" "(slowest / fastest 5 s window)"
+		result soak_std_size "${SOAK_MB[std]}" MB 1 "${SOAK_MB[floor]}"
+	fi
+fi
+
+# --- summary -------------------------------------------------------------------------
+
+. "$HERE/summary.sh"
+echo "== done in $(( $(date +%s) - T_START )) s"

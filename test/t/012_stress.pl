@@ -1,15 +1,21 @@
-# Concurrency stress, bounded in time: 8 producers and 8 consumers on
-# standard and FIFO queues, with random visibility timeouts (0 to 2 s, some
-# running out before the delete), rolled-back sends, receives and deletes,
-# and waiting receives cancelled by statement_timeout, then a final drain.
+# Concurrency stress, bounded in time: 8 producers (pgbench) and 8
+# consumers (6 pgbench clients, 2 psql sessions whose waiting receives are
+# cancelled by statement_timeout) on standard and FIFO queues, with random
+# visibility timeouts (0 to 2 s, some running out before the delete, some
+# changed by change_visibility), rolled-back sends, receives and deletes,
+# duplicate sends, then a final drain.
 #
 # Producers log each committed send in a table in the same transaction (the
-# outbox pattern), consumers log each successful delete with its receipt and
-# a serial number in the same transaction.  Then: nothing sent is lost, every
-# message is deleted successfully exactly once (so two receipts of one
-# message were never both valid), the counters of queue.stats agree, the
-# queues are empty, every FIFO group was deleted in sequence order, and the
-# server logged no deadlock.
+# outbox pattern); consumers log each receive, and each successful delete
+# with its receipt and a serial number, in the same transaction.  Then:
+# nothing sent is lost, every message is deleted successfully exactly once
+# (so two receipts of one message were never both valid), the counters of
+# queue.stats agree, the queues are empty, every FIFO group was received one
+# consumer at a time and deleted in sequence order, and the server logged no
+# deadlock and no error but the cancels.
+#
+# First, deterministically: a waiting receive cancelled inside one of its
+# tries (not in the sleep between them) leaves its session usable.
 use strict;
 use warnings;
 
@@ -554,5 +560,39 @@ my @errors = grep { !/canceling statement due to statement timeout|current trans
 is(scalar(@errors), 0, 'no error in the server log but the cancels')
   or diag join("\n", @errors[ 0 .. ($#errors < 9 ? $#errors : 9) ]);
 
-$node->stop;
+# --- The same, caught in PL/pgSQL -----------------------------------------------
+
+# A consumer that catches the error of a waiting receive (here a lock
+# timeout inside a try) in an EXCEPTION block goes on in autocommit: what it
+# sends next is acknowledged, so it must be committed, and the session's end
+# must not take the server down.  (Last in this file: a failure here may
+# crash the server.)
+{
+	my $table = sql("SELECT 'queue_data.q' || queue_id FROM queue.queues WHERE queue_name = 'ss'");
+	my $locker = $node->background_psql('postgres');
+	$locker->query_safe("BEGIN; LOCK TABLE $table IN SHARE MODE");
+	my ($ret, $out, $err) = $node->psql(
+		'postgres', q{
+SET lock_timeout = '300ms';
+DO $$
+BEGIN
+	PERFORM * FROM queue.receive('ss', wait => '5 s');
+EXCEPTION WHEN lock_not_available THEN
+	RAISE NOTICE 'caught';
+END $$;
+SELECT message_id FROM queue.send('sl', 'after a caught error');
+},
+		on_error_stop => 0);
+	# The locker dies with the server if the server crashed.
+	eval { $locker->query_safe('COMMIT'); $locker->quit; };
+	like($err, qr/NOTICE:  caught/, 'the lock timeout inside a try is caught in PL/pgSQL');
+	like($out, qr/^\d+$/, 'the next send is acknowledged') or diag "stderr: $err";
+	my ($r2, $found) = $node->psql('postgres',
+		"SELECT count(*) FROM queue.peek('sl', 10) WHERE body = 'after a caught error'");
+	is($found, '1', 'and committed: another session sees it');
+	unlike(slurp_file($node->logfile), qr/terminated by signal/,
+		'the session ends without crashing the server');
+}
+
+$node->stop('fast', fail_ok => 1);
 done_testing();
