@@ -56,6 +56,30 @@ text_eq(Datum a, Datum b)
 }
 
 /*
+ * From the last SPI result's (scope_key, deduplication_id, message_id)
+ * rows, fill in the message id of each first entry of a key still without.
+ */
+static void
+take_ids(int n, const int *first, Datum *scope_keys, Datum *dedup_ids,
+		 int64 *message_ids)
+{
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		k = SPI_getbinval(tup, desc, 1, &isnull);
+		Datum		d = SPI_getbinval(tup, desc, 2, &isnull);
+		int64		id = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+
+		for (int i = 0; i < n; i++)
+			if (first[i] == i && message_ids[i] == 0 &&
+				text_eq(k, scope_keys[i]) && text_eq(d, dedup_ids[i]))
+				message_ids[i] = id;
+	}
+}
+
+/*
  * Claim the ids of n entries (all with an id).  For each entry, returns the
  * message id to use and whether it is a duplicate (then the message id is
  * the original's and nothing is to be enqueued).  An id repeated within
@@ -101,19 +125,7 @@ queue_dedup_claim(QueueMeta *q, int n, Datum *scope_keys, Datum *dedup_ids,
 	rc = SPI_execute_plan(queue_plan(q, QP_DEDUP_CLAIM), args, NULL, false, 0);
 	if (rc != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "deduplication claim failed: %s", SPI_result_code_string(rc));
-	for (uint64 r = 0; r < SPI_processed; r++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[r];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		Datum		k = SPI_getbinval(tup, desc, 1, &isnull);
-		Datum		d = SPI_getbinval(tup, desc, 2, &isnull);
-		int64		id = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
-
-		for (int i = 0; i < n; i++)
-			if (first[i] == i && text_eq(k, scope_keys[i]) && text_eq(d, dedup_ids[i]))
-				message_ids[i] = id;
-	}
+	take_ids(n, first, scope_keys, dedup_ids, message_ids);
 
 	/* Keys not claimed are held by a live earlier send: fetch its id. */
 	nclaim = 0;
@@ -132,20 +144,7 @@ queue_dedup_claim(QueueMeta *q, int n, Datum *scope_keys, Datum *dedup_ids,
 		rc = SPI_execute_plan(queue_plan(q, QP_DEDUP_ORIGINALS), args, NULL, false, 0);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "deduplication lookup failed: %s", SPI_result_code_string(rc));
-		for (uint64 r = 0; r < SPI_processed; r++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[r];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull;
-			Datum		k = SPI_getbinval(tup, desc, 1, &isnull);
-			Datum		d = SPI_getbinval(tup, desc, 2, &isnull);
-			int64		id = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
-
-			for (int i = 0; i < n; i++)
-				if (first[i] == i && message_ids[i] == 0 &&
-					text_eq(k, scope_keys[i]) && text_eq(d, dedup_ids[i]))
-					message_ids[i] = id;
-		}
+		take_ids(n, first, scope_keys, dedup_ids, message_ids);
 	}
 
 	for (int i = 0; i < n; i++)

@@ -208,9 +208,10 @@ queue_size() {
 # second, without connection time), TX (transactions run), DUR (seconds, TX /
 # TPS) and OUT (the whole output).
 pgb() {
-	local script=$1 c=$2 sync=$3 len=$4
+	local script=$1 c=$2 sync=$3 len=$4 logoff
 	shift 4
-	OUT=$(PGOPTIONS="-c synchronous_commit=$sync" "$BINDIR/pgbench" -n -M prepared $len -c "$c" -j "$c" \
+	logoff=$(stat -c %s "$LOG")
+	OUT=$(PGOPTIONS="-c synchronous_commit=$sync" "$BINDIR/pgbench" -n -M prepared --failures-detailed $len -c "$c" -j "$c" \
 		-h "$BENCH_DIR" -p "$PORT" -U postgres \
 		-D queue="$QUEUE" -D body="$BODY" -D i=0 "$@" \
 		-f "$script" postgres 2>&1) || {
@@ -225,8 +226,9 @@ pgb() {
 	# findings.  Other errors abort the client and end the bench above.
 	FAILED=$(sed -n 's/^number of failed transactions: \([0-9]*\).*/\1/p' <<<"$OUT")
 	if [ "${FAILED:-0}" != 0 ]; then
-		echo "WARN pgbench $(basename "$script") -c $c: $FAILED failed transactions; first errors:"
-		grep -i 'error\|detail' <<<"$OUT" | sort | uniq -c | sort -rn | head -n 4 | sed 's/^/    /'
+		echo "WARN pgbench $(basename "$script") -c $c: $FAILED failed transaction(s):" \
+			"$(sed -n 's/^number of \(serialization\|deadlock\) failures: \([0-9]*\).*/\2 \1/p' <<<"$OUT" | paste -sd, -)"
+		{ tail -c +$((logoff + 1)) "$LOG" | grep 'ERROR:' || true; } | sed 's/^.*ERROR: */    server log: /' | sort | uniq -c | tail -n 3
 		CHECKS_FAILED=$((CHECKS_FAILED + 1))
 	fi
 	DUR=$(awk -v t="$TX" -v r="$TPS" 'BEGIN { printf "%.4f", (r > 0 ? t / r : 0) }')

@@ -61,6 +61,8 @@
 #   OP_MAX_MSGS        cap on the messages a receive/delete run takes (150000)
 #   FIFO_SHAPES        clients x batch of the FIFO/dedup cycles ("c8_b1 c8_b10"; "c8_b10")
 #   FIFO_GROUPS        FIFO group counts ("1 100 10000"; "100")
+#   FIFO_SYNCS         synchronous_commit settings of those (the first of
+#                      SYNC_COMMITS)
 #   LP_ROUNDS          long-poll wake-ups per run (1000; 300); LP=0 skips it
 #   SCALE=0/1          the scale test (1; 0); SCALE_MESSAGES (1000000),
 #                      SCALE_INFLIGHT (100000), SCALE_BATCH (10)
@@ -106,6 +108,7 @@ else
 	SOAK=${SOAK:-1}
 fi
 OPS=${OPS:-"insert receive delete update"}
+FIFO_SYNCS=${FIFO_SYNCS:-${SYNC_COMMITS%% *}}
 FLOOR_ALL=${FLOOR_ALL:-0}
 OP_MAX_MSGS=${OP_MAX_MSGS:-150000}
 LP=${LP:-1}
@@ -121,6 +124,7 @@ QUEUE=bench
 FIFO_QUEUE=bench-fifo
 BODY=$(head -c "$BODY_BYTES" /dev/zero | tr '\0' 'x')
 T_START=$(date +%s)
+el() { echo "[t+$(( $(date +%s) - T_START ))s]"; }
 
 # shellcheck source=lib.sh
 . "$HERE/lib.sh"
@@ -131,7 +135,7 @@ make_scripts
 
 # --- machine and settings ----------------------------------------------------
 
-echo "== machine"
+echo "== machine $(el)"
 echo "cores:      $(nproc)"
 echo "cpu:        $(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)"
 echo "memory:     $(awk '/^MemTotal/ { printf "%.1f GiB", $2 / 1048576 }' /proc/meminfo)"
@@ -141,7 +145,7 @@ echo "server:     $(psql_val 'SELECT version()')"
 echo "pgbench:    $("$BINDIR/pgbench" --version)"
 echo "source:     $(git -C "$HERE" describe --always --dirty 2>/dev/null || echo unknown)"
 echo "date:       $(date -u '+%Y-%m-%d %H:%M UTC')"
-echo "== settings"
+echo "== settings $(el)"
 "${PSQL[@]}" -At -F ' = ' -c "
 	SELECT name, current_setting(name) FROM pg_settings
 	 WHERE name IN ('shared_buffers', 'max_connections', 'synchronous_commit', 'fsync',
@@ -235,21 +239,22 @@ op_one() {
 	receive/floor_*)
 		# -T: the pk variant slows as leased rows pile up at the head of
 		# its order, so a fixed count could take minutes.  The queue holds
-		# 2n: it must not run dry (checked); msgs/s counts the leases.
-		reset_floor "${kind#floor_}" $((PREFILL + 2 * n))
+		# n more than PREFILL: it must not run dry (checked); msgs/s counts
+		# the leases.
+		reset_floor "${kind#floor_}" $((PREFILL + n))
 		pgb "$(script "$kind" receive "$b")" "$c" "$sync" "-T $SECS" -D batch="$b"
 		got=$(psql_val "SELECT count(*) FROM bench_floor WHERE visible_at > now()")
 		M=$(awk -v g="$got" -v s="$DUR" 'BEGIN { print g / s }')
-		[ "$got" -lt $((PREFILL + 2 * n)) ] || check "receive $kind c$c b$b $sync: the queue ran dry" yes no
+		[ "$got" -lt $((PREFILL + n)) ] || check "receive $kind c$c b$b $sync: the queue ran dry" yes no
 		[ "$got" -le $((TX * b)) ] || check "receive $kind c$c b$b $sync: leased <= receives x batch" "$got" "<= $((TX * b))"
 		return
 		;;
 	receive/std)
-		reset_queue "$QUEUE" false 1 $((PREFILL + 2 * n))
+		reset_queue "$QUEUE" false 1 $((PREFILL + n))
 		pgb "$(script std receive "$b")" "$c" "$sync" "-T $SECS" -D batch="$b"
 		got=$(counters "$QUEUE" | cut -d' ' -f2)
 		M=$(awk -v g="$got" -v s="$DUR" 'BEGIN { print g / s }')
-		[ "$got" -lt $((PREFILL + 2 * n)) ] || check "receive c$c b$b $sync: the queue ran dry" yes no
+		[ "$got" -lt $((PREFILL + n)) ] || check "receive c$c b$b $sync: the queue ran dry" yes no
 		[ "$got" -le $((TX * b)) ] || check "receive c$c b$b $sync: received <= receives x batch" "$got" "<= $((TX * b))"
 		return
 		;;
@@ -299,13 +304,13 @@ EXT_KINDS=(); [ "$EXT" = 1 ] && EXT_KINDS=(std)
 have_op() { [[ " $OPS " == *" $1 "* ]]; }
 
 for sync in $SYNC_COMMITS; do
-	echo "== synchronous_commit = $sync"
+	echo "== synchronous_commit = $sync $(el)"
 
 	# a. single operations
 	for c in $OP_CLIENTS; do
 		for b in $OP_BATCHES; do
 			sh="c${c}_b${b}_$sync"
-			echo "-- single operations, $c clients, batch $b, synchronous_commit $sync (msgs/s)"
+			echo "-- single operations, $c clients, batch $b, synchronous_commit $sync (msgs/s) $(el)"
 			ins_kinds=(floor_pk); [ "$FLOOR_ALL" = 1 ] && ins_kinds+=(floor_idx)
 			send_name=send; [ "$b" -gt 1 ] && send_name=send_batch
 			del_name=delete; [ "$b" -gt 1 ] && del_name=delete_batch
@@ -320,8 +325,11 @@ for sync in $SYNC_COMMITS; do
 				measure "update $sh" op_one update "$c" "$b" "$sync" 0 -- floor_pk
 				result "update_floor_$sh" "${MED[floor_pk]}" msgs/s 0 -
 			fi
-			# receive and delete need messages waiting (delete: a fixed count
-			# per run, pgbench -t): about SECS at the rate of the insert.
+			# receive and delete need messages waiting: receive (pgbench -T)
+			# SECS at the rate of the insert, delete (a fixed count, -t)
+			# half as many.  (Both ran at about half the rate of the insert
+			# or less on the first machine; a queue that runs dry is
+			# reported.)
 			n=$(awk -v r="${RES[insert_floor_$sh]:-5000}" -v s="$SECS" -v m="$OP_MAX_MSGS" 'BEGIN {
 				n = r * s; if (n > m) n = m; if (n < 2000) n = 2000; printf "%d", n }')
 			if have_op receive; then
@@ -334,7 +342,7 @@ for sync in $SYNC_COMMITS; do
 			fi
 			if have_op delete; then
 				del_kinds=(floor_pk); [ "$FLOOR_ALL" = 1 ] && del_kinds+=(floor_idx)
-				measure "delete $sh" op_one delete "$c" "$b" "$sync" "$n" -- "${del_kinds[@]}" "${EXT_KINDS[@]}"
+				measure "delete $sh" op_one delete "$c" "$b" "$sync" $((n / 2)) -- "${del_kinds[@]}" "${EXT_KINDS[@]}"
 				f=${MED[floor_pk]}
 				[ "$FLOOR_ALL" = 1 ] && { result "delete_floor_idx_$sh" "${MED[floor_idx]}" msgs/s 0 -; f=$(bigger "$f" "${MED[floor_idx]}"); }
 				result "delete_floor_$sh" "$f" msgs/s 0 self
@@ -352,7 +360,7 @@ for sync in $SYNC_COMMITS; do
 	for c in $CLIENTS; do
 		for b in $BATCHES; do
 			sh="c${c}_b${b}_$sync"
-			echo "-- full cycle, $c clients, batch $b, synchronous_commit $sync (msgs/s = cycles/s x batch)"
+			echo "-- full cycle, $c clients, batch $b, synchronous_commit $sync (msgs/s = cycles/s x batch) $(el)"
 			measure "cycle $sh" cycle_one "$c" "$b" "$sync" -- floor_pk floor_idx "${EXT_KINDS[@]}"
 			result "cycle_floor_pk_$sh" "${MED[floor_pk]}" msgs/s 0 -
 			result "cycle_floor_idx_$sh" "${MED[floor_idx]}" msgs/s 0 -
@@ -367,11 +375,11 @@ for sync in $SYNC_COMMITS; do
 	done
 
 	# c. FIFO and deduplication ids, full cycle
-	[ "$EXT" = 1 ] || continue
+	[ "$EXT" = 1 ] && [[ " $FIFO_SYNCS " == *" $sync "* ]] || continue
 	for fs in $FIFO_SHAPES; do
 		c=${fs%%_*}; c=${c#c}; b=${fs##*_b}
 		sh="c${c}_b${b}_$sync"
-		echo "-- FIFO and deduplication ids, full cycle, $c clients, batch $b, synchronous_commit $sync (msgs/s)"
+		echo "-- FIFO and deduplication ids, full cycle, $c clients, batch $b, synchronous_commit $sync (msgs/s) $(el)"
 		fifo_g() { cycle_one fifo "$2" "$3" "$4" "$1"; }
 		# the floor and the standard queue of this shape, if not measured above
 		if [ -z "${RES[cycle_std_$sh]:-}" ]; then
@@ -394,7 +402,7 @@ done
 # --- 2. long polling -----------------------------------------------------------
 
 if [ "$EXT" = 1 ] && [ "$LP" = 1 ]; then
-	echo "== long polling: commit-to-return latency, $LP_ROUNDS wake-ups per run (test/bench/longpoll.c)"
+	echo "== long polling: commit-to-return latency, $LP_ROUNDS wake-ups per run (test/bench/longpoll.c) $(el)"
 	if ! cc -O2 -I"$("$PG_CONFIG" --includedir)" -o "$BENCH_DIR/longpoll" "$HERE/longpoll.c" \
 		-L"$("$PG_CONFIG" --libdir)" -lpq 2>"$BENCH_DIR/longpoll.err"; then
 		cat "$BENCH_DIR/longpoll.err"
@@ -458,7 +466,7 @@ EOF
 }
 
 if [ "$SCALE" = 1 ]; then
-	echo "== scale: receive latency (ms, pgbench -r) in the full cycle, 1 client, batch $SCALE_BATCH, synchronous_commit on"
+	echo "== scale: receive latency (ms, pgbench -r) in the full cycle, 1 client, batch $SCALE_BATCH, synchronous_commit on $(el)"
 	echo "   1k: $PREFILL waiting; 1m: $SCALE_MESSAGES waiting; inflight: $PREFILL waiting behind $SCALE_INFLIGHT in flight"
 	declare -A SC
 	kinds=(floor_pk floor_idx "${EXT_KINDS[@]}")
@@ -514,7 +522,7 @@ soak_one() {
 }
 
 if [ "$SOAK" = 1 ]; then
-	echo "== soak: $SOAK_MESSAGES messages, send 10 -> receive 10 -> delete, 4 clients, synchronous_commit on, autovacuum at its defaults"
+	echo "== soak: $SOAK_MESSAGES messages, send 10 -> receive 10 -> delete, 4 clients, synchronous_commit on, autovacuum at its defaults $(el)"
 	declare -A SOAK_RATE SOAK_WIN SOAK_MB
 	soak_one floor
 	[ "$EXT" = 1 ] && soak_one std
