@@ -467,6 +467,8 @@ BEGIN
 	END IF;
 	UPDATE @extschema@._queues r SET msg_relid = tbl::regclass::oid WHERE r.queue_id = q.queue_id;
 	PERFORM @extschema@._reset_counters(q.queue_id, false);
+	/* Workers re-read the registry on this (worker.c). */
+	PERFORM @extschema@._invalidate('@extschema@._queues'::regclass);
 	RETURN q.queue_id;
 END
 $$;
@@ -576,6 +578,7 @@ BEGIN
 	END IF;
 	DELETE FROM @extschema@._queues r WHERE r.queue_id = q.queue_id;
 	PERFORM @extschema@._reset_counters(q.queue_id, true);
+	PERFORM @extschema@._invalidate('@extschema@._queues'::regclass);
 	RETURN true;
 END
 $$;

@@ -170,6 +170,7 @@ extern void queue_rehome_counters(int n);
 extern void queue_reset_counters(int64 queue_id);
 extern void queue_forget_counters(int64 queue_id);
 extern void queue_forget_counters_at_commit(int64 queue_id);
+extern int64 queue_sent_count(int64 queue_id);
 extern void queue_register_at_commit(void);
 extern void queue_register_database(void);
 

@@ -119,6 +119,18 @@ queue_rehome_counters(int n)
 	pfree(saved);
 }
 
+/* How many sends of a queue have committed (-1: no shared memory). */
+int64
+queue_sent_count(int64 queue_id)
+{
+	QueueCounterEntry *e;
+
+	if (queue_shared == NULL)
+		return -1;
+	e = counter_entry(queue_id, false);
+	return e ? (int64) pg_atomic_read_u64(&e->c[QC_SENT]) : 0;
+}
+
 /*
  * A queue is dropped: its slot becomes reusable (and reads nothing).
  */

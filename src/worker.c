@@ -49,6 +49,7 @@
 #include "tcop/utility.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
+#include "utils/inval.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -405,6 +406,7 @@ typedef struct SweptQueue
 	int64		queue_id;		/* hash key */
 	TimestampTz next_due;		/* nothing can expire before this */
 	TimestampTz dlq_since;		/* leases ending after this not yet checked */
+	int64		empty_sent;		/* found empty after this many sends, or -1 */
 	bool		seen;
 } SweptQueue;
 
@@ -533,25 +535,31 @@ sweep_windows(int64 id, TimestampTz dedup_cutoff, TimestampTz attempt_cutoff)
  * shortest window from now.
  */
 static TimestampTz
-sweep_next_due(int64 id, int64 retention, int64 dedup_window, TimestampTz now)
+sweep_next_due(int64 id, int64 retention, int64 dedup_window, TimestampTz now,
+			   bool *empty)
 {
 	TimestampTz due = now + Min(Min(retention, dedup_window), ATTEMPT_WINDOW);
 	TimestampTz t;
+	bool		found = false;
 
 	t = sweep_time(psprintf("SELECT min(sent_at) + $1 FROM (SELECT sent_at FROM queue_data.q"
 							INT64_FORMAT " ORDER BY message_id LIMIT %d) s",
 							id, SWEEP_BATCH),
 				   retention);
+	found |= (t != 0);
 	if (t != 0 && t < due)
 		due = t;
 	t = sweep_time(psprintf("SELECT min(accepted_at) + $1 FROM queue_data.d" INT64_FORMAT, id),
 				   dedup_window);
+	found |= (t != 0);
 	if (t != 0 && t < due)
 		due = t;
 	t = sweep_time(psprintf("SELECT min(received_at) + $1 FROM queue_data.a" INT64_FORMAT, id),
 				   ATTEMPT_WINDOW);
+	found |= (t != 0);
 	if (t != 0 && t < due)
 		due = t;
+	*empty = !found;
 	return due;
 }
 
@@ -564,6 +572,21 @@ typedef struct QueueRow
 	bool		has_dlq;
 	char	   *name;
 } QueueRow;
+
+/*
+ * The worker re-reads the registry when a relcache invalidation says
+ * something changed (create and drop send one for queue._queues, alter one
+ * for the queue's table) and at least every QUEUE_LIST_MAX_AGE_MS.
+ */
+#define QUEUE_LIST_MAX_AGE_MS	10000
+
+static bool queue_list_stale = true;
+
+static void
+queue_list_inval(Datum arg, Oid relid)
+{
+	queue_list_stale = true;
+}
 
 /* The queues of this database (empty if the extension is gone). */
 static List *
@@ -668,6 +691,7 @@ sweep_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 			TimestampTz now;
 			uint64		expired;
 			uint64		forgotten;
+			int64		sent = queue_sent_count(q->id);
 
 			StartTransactionCommand();
 			SPI_connect();
@@ -678,7 +702,20 @@ sweep_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 			if (expired > 0)
 				queue_count(q->id, QC_EXPIRED, (int64) expired);
 			if (expired < SWEEP_BATCH && forgotten < SWEEP_BATCH)
-				sq->next_due = sweep_next_due(q->id, q->retention, q->dedup_window, now);
+			{
+				bool		empty;
+
+				sq->next_due = sweep_next_due(q->id, q->retention, q->dedup_window,
+											  now, &empty);
+
+				/*
+				 * Nothing in it can expire until something is sent (ids and
+				 * attempts only come with messages): note the send count,
+				 * read before this transaction's snapshot, so a send it
+				 * does not see shows as a change.
+				 */
+				sq->empty_sent = empty ? sent : -1;
+			}
 			PopActiveSnapshot();
 			SPI_finish();
 			CommitTransactionCommand();
@@ -724,6 +761,9 @@ queue_worker_main(Datum arg)
 	HTAB	   *swept;
 	MemoryContext pass_cxt;
 	MemoryContext sweep_cxt;
+	MemoryContext list_cxt;
+	List	   *queues = NIL;
+	TimestampTz listed_at = 0;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
 	pqsignal(SIGTERM, die);
@@ -747,15 +787,17 @@ queue_worker_main(Datum arg)
 	ctl.keysize = sizeof(int64);
 	ctl.entrysize = sizeof(SweptQueue);
 	swept = hash_create("queue sweep schedule", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+	CacheRegisterRelcacheCallback(queue_list_inval, (Datum) 0);
 	pass_cxt = AllocSetContextCreate(TopMemoryContext, "queue worker pass",
 									 ALLOCSET_DEFAULT_SIZES);
 	sweep_cxt = AllocSetContextCreate(TopMemoryContext, "queue worker sweep",
 									  ALLOCSET_DEFAULT_SIZES);
+	list_cxt = AllocSetContextCreate(TopMemoryContext, "queue worker queues",
+									 ALLOCSET_DEFAULT_SIZES);
 
 	for (;;)
 	{
 		bool		exists;
-		List	   *queues;
 		ListCell   *lc;
 		HASH_SEQ_STATUS status;
 		SweptQueue *sq;
@@ -768,13 +810,31 @@ queue_worker_main(Datum arg)
 			ProcessConfigFile(PGC_SIGHUP);
 			hash_seq_init(&status, swept);
 			while ((sq = hash_seq_search(&status)) != NULL)
+			{
 				sq->next_due = 0;
+				sq->empty_sent = -1;
+			}
 		}
 		if (!queue_worker_enabled)
 			proc_exit(0);
 
+		/*
+		 * The list lives in list_cxt between reloads; a pass's own
+		 * allocations go in pass_cxt.
+		 */
+		if (queue_list_stale ||
+			TimestampDifferenceExceeds(listed_at, GetCurrentTimestamp(),
+									   QUEUE_LIST_MAX_AGE_MS))
+		{
+			MemoryContextReset(list_cxt);
+			MemoryContextSwitchTo(list_cxt);
+			queue_list_stale = false;
+			queues = list_queues(&exists);
+			listed_at = GetCurrentTimestamp();
+		}
+		else
+			exists = true;
 		MemoryContextSwitchTo(pass_cxt);
-		queues = list_queues(&exists);
 		if (!exists)
 		{
 			LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
@@ -804,6 +864,7 @@ queue_worker_main(Datum arg)
 			{
 				sq->next_due = 0;
 				sq->dlq_since = DT_NOBEGIN;
+				sq->empty_sent = -1;
 			}
 			sq->seen = true;
 			if (q->has_dlq)
@@ -812,6 +873,9 @@ queue_worker_main(Datum arg)
 				sweep_dead_letters(q, sq, sweep_cxt);
 				MemoryContextSwitchTo(pass_cxt);
 			}
+			/* An empty queue with no send since it was seen empty waits. */
+			if (sq->empty_sent >= 0 && queue_sent_count(q->id) == sq->empty_sent)
+				continue;
 			if (GetCurrentTimestamp() >= sq->next_due)
 			{
 				MemoryContextSwitchTo(sweep_cxt);
