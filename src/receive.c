@@ -194,7 +194,7 @@ typedef struct Received
 	int			ngroups;		/* FIFO groups touched (delivered or moved) */
 	int			maxgroups;
 	Datum	   *groups;
-	int			nmoves;			/* messages moved to the dead-letter queue */
+	int			nmoves;			/* moved to the dead-letter queue this try */
 	int			nmoved_groups;	/* FIFO groups of the last step's moves */
 	Datum	   *moved_groups;
 } Received;
@@ -437,6 +437,7 @@ queue_receive(PG_FUNCTION_ARGS)
 		 * blocks do, so a caller that catches it is back in its own
 		 * transaction.
 		 */
+		got.nmoves = 0;
 		if (wait > 0)
 		{
 			BeginInternalSubTransaction(NULL);
