@@ -34,6 +34,7 @@
 #include "miscadmin.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/syscache.h"
@@ -44,19 +45,39 @@ PG_FUNCTION_INFO_V1(queue_admin_call);
 
 static const char *const priv_names[] = {"send", "receive", "manage"};
 
-/* The owner of the queue tables: the owner of schema queue_data. */
+/*
+ * The owner of the queue tables: the owner of schema queue_data.  Looked
+ * up once and kept until pg_namespace changes (a syscache invalidation).
+ */
+static Oid	cached_owner = InvalidOid;
+
+static void
+owner_inval(Datum arg, int cacheid, uint32 hashvalue)
+{
+	cached_owner = InvalidOid;
+}
+
 static Oid
 tables_owner(void)
 {
-	Oid			nsp = get_namespace_oid("queue_data", false);
-	HeapTuple	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
-	Oid			owner;
+	static bool callback_registered = false;
+	Oid			nsp;
+	HeapTuple	tup;
 
+	if (OidIsValid(cached_owner))
+		return cached_owner;
+	if (!callback_registered)
+	{
+		CacheRegisterSyscacheCallback(NAMESPACEOID, owner_inval, (Datum) 0);
+		callback_registered = true;
+	}
+	nsp = get_namespace_oid("queue_data", false);
+	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(nsp));
 	if (!HeapTupleIsValid(tup))
 		elog(ERROR, "cache lookup failed for schema %u", nsp);
-	owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
+	cached_owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
 	ReleaseSysCache(tup);
-	return owner;
+	return cached_owner;
 }
 
 /* pg_catalog alone: what every statement of ours is parsed under. */

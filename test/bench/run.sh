@@ -27,9 +27,10 @@
 #        the standard queue with a unique deduplication id on every send
 #  2. long polling: commit-to-return latency of waiting receives, 50
 #     receivers on 50 queues and 10 receivers on 1 queue (median, p99)
-#  3. scale: the receive's latency (pgbench -r) in a full cycle at 1 client
-#     with 1,000 messages waiting, 1,000,000 waiting, and 1,000 waiting
-#     behind 100,000 in flight (lower ids, leased for an hour)
+#  3. scale: the receive's latency (pgbench -r) in a full cycle at 1 client,
+#     synchronous_commit off, with 1,000 messages waiting, 1,000,000
+#     waiting, and 1,000 waiting behind 100,000 in flight (lower ids, leased
+#     for an hour); floor (a) is the faster variant per case
 #  4. (not with QUICK=1) the soak: SOAK_MESSAGES messages through a queue
 #     kept near empty (send 10 -> receive 10 -> delete, 4 clients, autovacuum
 #     at its defaults), for the extension and the floor (idx): throughput per
@@ -51,21 +52,26 @@
 # Environment (all optional; defaults for the full run, then QUICK=1):
 #   QUICK=1            smoke reading in under a minute: 1 run of 2 s, c8,
 #                      batches 1 and 10, sync on, no scale test, no soak
-#   RUNS, SECS         runs per figure (3; 1) and seconds per run (4; 2)
+#   RUNS, SECS         runs per figure (3; 1) and seconds per run (3; 2)
 #   SYNC_COMMITS       synchronous_commit settings ("on off"; "on")
 #   CLIENTS, BATCHES   full cycle shapes ("1 4 8", "1 10 100"; "8", "1 10")
+#   CLIENTS_<sync>     full cycle clients under that setting instead of
+#                      CLIENTS (CLIENTS_off="1 8" when CLIENTS is not
+#                      given, to keep the full run near 25 minutes)
 #   OP_CLIENTS, OP_BATCHES  single-operation shapes ("8", "1 10 100"; "8", "10")
 #   OPS                which single operations ("insert receive delete update")
 #   FLOOR_ALL=1        also measure insert and delete on the idx variant
 #                      (an extra index only adds work to them)
-#   OP_MAX_MSGS        cap on the messages a receive/delete run takes (150000)
+#   OP_MAX_MSGS        cap on the messages a receive/delete run takes (300000)
 #   FIFO_SHAPES        clients x batch of the FIFO/dedup cycles ("c8_b1 c8_b10"; "c8_b10")
 #   FIFO_GROUPS        FIFO group counts ("1 100 10000"; "100")
 #   FIFO_SYNCS         synchronous_commit settings of those (the first of
 #                      SYNC_COMMITS)
 #   LP_ROUNDS          long-poll wake-ups per run (1000; 300); LP=0 skips it
 #   SCALE=0/1          the scale test (1; 0); SCALE_MESSAGES (1000000),
-#                      SCALE_INFLIGHT (100000), SCALE_BATCH (10)
+#                      SCALE_INFLIGHT (100000), SCALE_BATCH (10), SCALE_SYNC
+#                      (off: the latency is the receive's work, not the
+#                      wait for the WAL flush, which varies more than it)
 #   SOAK=0/1           the soak (1; 0); SOAK_MESSAGES (1000000)
 #   PREFILL            messages waiting at the start of each run (1000)
 #   BODY_BYTES         message body size (100)
@@ -95,9 +101,12 @@ if [ "$QUICK" = 1 ]; then
 	SOAK=${SOAK:-0}
 else
 	RUNS=${RUNS:-3}
-	SECS=${SECS:-4}
+	SECS=${SECS:-3}
 	SYNC_COMMITS=${SYNC_COMMITS:-"on off"}
-	CLIENTS=${CLIENTS:-"1 4 8"}
+	if [ -z "${CLIENTS:-}" ]; then
+		CLIENTS="1 4 8"
+		CLIENTS_off=${CLIENTS_off:-"1 8"}
+	fi
 	BATCHES=${BATCHES:-"1 10 100"}
 	OP_CLIENTS=${OP_CLIENTS:-8}
 	OP_BATCHES=${OP_BATCHES:-"1 10 100"}
@@ -110,11 +119,12 @@ fi
 OPS=${OPS:-"insert receive delete update"}
 FIFO_SYNCS=${FIFO_SYNCS:-${SYNC_COMMITS%% *}}
 FLOOR_ALL=${FLOOR_ALL:-0}
-OP_MAX_MSGS=${OP_MAX_MSGS:-150000}
+OP_MAX_MSGS=${OP_MAX_MSGS:-300000}
 LP=${LP:-1}
 SCALE_MESSAGES=${SCALE_MESSAGES:-1000000}
 SCALE_INFLIGHT=${SCALE_INFLIGHT:-100000}
 SCALE_BATCH=${SCALE_BATCH:-10}
+SCALE_SYNC=${SCALE_SYNC:-off}
 SOAK_MESSAGES=${SOAK_MESSAGES:-1000000}
 PREFILL=${PREFILL:-1000}
 BODY_BYTES=${BODY_BYTES:-100}
@@ -229,7 +239,7 @@ op_one() {
 	insert/std)
 		reset_queue "$QUEUE" false 1 "$PREFILL"
 		pgb "$(script std send "$b")" "$c" "$sync" "-T $SECS" -D batch="$b"
-		check "send c$c b$b $sync: sent" "$(counters "$QUEUE" | cut -d' ' -f1)" "$((PREFILL + TX * b))"
+		check "send std c$c b$b $sync: sent" "$(counters "$QUEUE" | cut -d' ' -f1)" "$((PREFILL + TX * b))"
 		;;
 	update/floor_pk)
 		reset_floor pk $((c * 1000))
@@ -254,8 +264,8 @@ op_one() {
 		pgb "$(script std receive "$b")" "$c" "$sync" "-T $SECS" -D batch="$b"
 		got=$(counters "$QUEUE" | cut -d' ' -f2)
 		M=$(awk -v g="$got" -v s="$DUR" 'BEGIN { print g / s }')
-		[ "$got" -lt $((PREFILL + n)) ] || check "receive c$c b$b $sync: the queue ran dry" yes no
-		[ "$got" -le $((TX * b)) ] || check "receive c$c b$b $sync: received <= receives x batch" "$got" "<= $((TX * b))"
+		[ "$got" -lt $((PREFILL + n)) ] || check "receive std c$c b$b $sync: the queue ran dry" yes no
+		[ "$got" -le $((TX * b)) ] || check "receive std c$c b$b $sync: received <= receives x batch" "$got" "<= $((TX * b))"
 		return
 		;;
 	delete/floor_*)
@@ -266,7 +276,7 @@ op_one() {
 	delete/std)
 		reset_queue "$QUEUE" false 1 "$PREFILL" "$n"
 		pgb "$(script std delete "$b")" "$c" "$sync" "-t $t" -D batch="$b" -D per="$per"
-		check "delete c$c b$b $sync: deleted" "$(counters "$QUEUE" | cut -d' ' -f3)" "$n"
+		check "delete std c$c b$b $sync: deleted" "$(counters "$QUEUE" | cut -d' ' -f3)" "$n"
 		;;
 	*) die "op_one: no $op for $kind" ;;
 	esac
@@ -357,7 +367,8 @@ for sync in $SYNC_COMMITS; do
 	done
 
 	# b. the full cycle
-	for c in $CLIENTS; do
+	v=CLIENTS_$sync
+	for c in ${!v:-$CLIENTS}; do
 		for b in $BATCHES; do
 			sh="c${c}_b${b}_$sync"
 			echo "-- full cycle, $c clients, batch $b, synchronous_commit $sync (msgs/s = cycles/s x batch) $(el)"
@@ -435,7 +446,7 @@ lat_one() {
 	local kind=$1 s
 	s=$(script "$kind" cycle "$SCALE_BATCH")
 	[[ $kind == floor_* ]] || s=$(script std cycle "$SCALE_BATCH")
-	pgb "$s" 1 on "-T $SECS" -r -D batch="$SCALE_BATCH"
+	pgb "$s" 1 "$SCALE_SYNC" "-T $SECS" -r -D batch="$SCALE_BATCH"
 	M=$(stmt_latency 2)
 }
 # scale_case KIND CASE: make the queue of CASE (1k, 1m, inflight), measure.
@@ -466,7 +477,7 @@ EOF
 }
 
 if [ "$SCALE" = 1 ]; then
-	echo "== scale: receive latency (ms, pgbench -r) in the full cycle, 1 client, batch $SCALE_BATCH, synchronous_commit on $(el)"
+	echo "== scale: receive latency (ms, pgbench -r) in the full cycle, 1 client, batch $SCALE_BATCH, synchronous_commit $SCALE_SYNC $(el)"
 	echo "   1k: $PREFILL waiting; 1m: $SCALE_MESSAGES waiting; inflight: $PREFILL waiting behind $SCALE_INFLIGHT in flight"
 	declare -A SC
 	kinds=(floor_pk floor_idx "${EXT_KINDS[@]}")

@@ -8,7 +8,8 @@ echo "== summary (msgs/s; median of $RUNS runs; ratios: the extension / floor (a
 for sync in $SYNC_COMMITS; do
 	echo "-- full cycle, synchronous_commit $sync"
 	printf '%-9s %10s %10s %10s %10s %7s %10s %7s\n' shape floor_pk floor_idx "floor(a)" std std/a "floor(b)" std/b
-	for c in $CLIENTS; do for b in $BATCHES; do
+	cv=CLIENTS_$sync
+	for c in ${!cv:-$CLIENTS}; do for b in $BATCHES; do
 		sh="c${c}_b${b}_$sync"
 		printf '%-9s %10s %10s %10s %10s %7s %10s %7s\n' "c${c}_b$b" "$(v "cycle_floor_pk_$sh")" \
 			"$(v "cycle_floor_idx_$sh")" "$(v "cycle_floor_$sh")" "$(v "cycle_std_$sh")" \
@@ -52,7 +53,7 @@ if [ -n "${RES[longpoll_50q_median]:-}${RES[longpoll_1q_median]:-}" ]; then
 	printf '%-22s %8s %8s\n' "10 on 1 queue" "$(v longpoll_1q_median 3)" "$(v longpoll_1q_p99 3)"
 fi
 if [ -n "${RES[receive_ms_floor_1k]:-}" ]; then
-	echo "-- scale: receive latency (ms) in the full cycle, 1 client, batch $SCALE_BATCH"
+	echo "-- scale: receive latency (ms) in the full cycle, 1 client, batch $SCALE_BATCH, synchronous_commit $SCALE_SYNC"
 	printf '%-10s %10s %10s %10s %10s %14s\n' queue 1k 1m inflight 1m/1k inflight/none
 	for k in floor std; do
 		[ -n "${RES[receive_ms_${k}_1k]:-}" ] || continue
