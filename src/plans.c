@@ -162,13 +162,17 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * FIFO groups.  A sender locks its groups' rows (creating missing ones)
 	 * before drawing sequence numbers, so the senders of one group go one
 	 * after another in commit order while other groups never wait.  The
-	 * array is sorted, so batches lock in one order and cannot deadlock.
+	 * subquery locks in group order (the update's own scan order is the
+	 * planner's), so two batches cannot deadlock.
 	 * The update (not just a lock) makes a REPEATABLE READ transaction that
 	 * saw the group before fail to serialise rather than miss the send.
 	 */
 	[QP_GROUP_LOCK] = {
-		"UPDATE {g} SET sends = sends + 1 WHERE message_group_id = ANY ($1)"
-		" RETURNING message_group_id",
+		"UPDATE {g} g SET sends = g.sends + 1"
+		" FROM (SELECT message_group_id FROM {g} WHERE message_group_id = ANY ($1)"
+		"  ORDER BY message_group_id FOR UPDATE) l"
+		" WHERE g.message_group_id = l.message_group_id"
+		" RETURNING g.message_group_id",
 		1, {TEXTARRAYOID}
 	},
 	[QP_GROUP_INSERT] = {

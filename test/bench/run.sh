@@ -55,10 +55,11 @@
 #   RUNS, SECS         runs per figure (3; 1) and seconds per run (3; 2)
 #   SYNC_COMMITS       synchronous_commit settings ("on off"; "on")
 #   CLIENTS, BATCHES   full cycle shapes ("1 4 8", "1 10 100"; "8", "1 10")
-#   CLIENTS_<sync>     full cycle clients under that setting instead of
-#                      CLIENTS (CLIENTS_off="1 8" when CLIENTS is not
-#                      given, to keep the full run near 25 minutes)
 #   OP_CLIENTS, OP_BATCHES  single-operation shapes ("8", "1 10 100"; "8", "10")
+#   CLIENTS_<sync>, OP_BATCHES_<sync>  the same under that synchronous_commit
+#                      setting; to keep the full run near 25 minutes the
+#                      defaults are CLIENTS_off="1 8" and OP_BATCHES_off="1 10"
+#                      (unless CLIENTS or OP_BATCHES is given)
 #   OPS                which single operations ("insert receive delete update")
 #   FLOOR_ALL=1        also measure insert and delete on the idx variant
 #                      (an extra index only adds work to them)
@@ -72,7 +73,7 @@
 #                      SCALE_INFLIGHT (100000), SCALE_BATCH (10), SCALE_SYNC
 #                      (off: the latency is the receive's work, not the
 #                      wait for the WAL flush, which varies more than it)
-#   SOAK=0/1           the soak (1; 0); SOAK_MESSAGES (1000000)
+#   SOAK=0/1           the soak (1; 0); SOAK_MESSAGES (1000000), SOAK_SYNC (on)
 #   PREFILL            messages waiting at the start of each run (1000)
 #   BODY_BYTES         message body size (100)
 #   BENCH_FLOOR_ONLY=1 measure the floor only; the extension may be missing
@@ -109,7 +110,10 @@ else
 	fi
 	BATCHES=${BATCHES:-"1 10 100"}
 	OP_CLIENTS=${OP_CLIENTS:-8}
-	OP_BATCHES=${OP_BATCHES:-"1 10 100"}
+	if [ -z "${OP_BATCHES:-}" ]; then
+		OP_BATCHES="1 10 100"
+		OP_BATCHES_off=${OP_BATCHES_off:-"1 10"}
+	fi
 	FIFO_SHAPES=${FIFO_SHAPES:-"c8_b1 c8_b10"}
 	FIFO_GROUPS=${FIFO_GROUPS:-"1 100 10000"}
 	LP_ROUNDS=${LP_ROUNDS:-1000}
@@ -126,6 +130,7 @@ SCALE_INFLIGHT=${SCALE_INFLIGHT:-100000}
 SCALE_BATCH=${SCALE_BATCH:-10}
 SCALE_SYNC=${SCALE_SYNC:-off}
 SOAK_MESSAGES=${SOAK_MESSAGES:-1000000}
+SOAK_SYNC=${SOAK_SYNC:-on}
 PREFILL=${PREFILL:-1000}
 BODY_BYTES=${BODY_BYTES:-100}
 BENCH_FLOOR_ONLY=${BENCH_FLOOR_ONLY:-0}
@@ -317,8 +322,9 @@ for sync in $SYNC_COMMITS; do
 	echo "== synchronous_commit = $sync $(el)"
 
 	# a. single operations
+	v=OP_BATCHES_$sync
 	for c in $OP_CLIENTS; do
-		for b in $OP_BATCHES; do
+		for b in ${!v:-$OP_BATCHES}; do
 			sh="c${c}_b${b}_$sync"
 			echo "-- single operations, $c clients, batch $b, synchronous_commit $sync (msgs/s) $(el)"
 			ins_kinds=(floor_pk); [ "$FLOOR_ALL" = 1 ] && ins_kinds+=(floor_idx)
@@ -515,7 +521,7 @@ soak_one() {
 		reset_queue "$QUEUE" false 1 100
 		s=$(script std cycle 10)
 	fi
-	pgb "$s" 4 on "-t $t" -P 5 -D batch=10
+	pgb "$s" 4 "$SOAK_SYNC" "-t $t" -P 5 -D batch=10
 	windows=$(sed -n 's/^progress: [0-9.]* s, \([0-9.]*\) tps.*/\1/p' <<<"$OUT" | awk '{ printf " %.0f", $1 * 10 }')
 	if [ "$kind" = floor ]; then
 		size=$(psql_val "SELECT pg_total_relation_size('bench_floor')")
@@ -533,7 +539,7 @@ soak_one() {
 }
 
 if [ "$SOAK" = 1 ]; then
-	echo "== soak: $SOAK_MESSAGES messages, send 10 -> receive 10 -> delete, 4 clients, synchronous_commit on, autovacuum at its defaults $(el)"
+	echo "== soak: $SOAK_MESSAGES messages, send 10 -> receive 10 -> delete, 4 clients, synchronous_commit $SOAK_SYNC, autovacuum at its defaults $(el)"
 	declare -A SOAK_RATE SOAK_WIN SOAK_MB
 	soak_one floor
 	[ "$EXT" = 1 ] && soak_one std

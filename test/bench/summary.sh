@@ -18,7 +18,8 @@ for sync in $SYNC_COMMITS; do
 	if [ -n "$OP_CLIENTS" ] && [ -n "$OP_BATCHES" ]; then
 		echo "-- single operations, synchronous_commit $sync (floor(a): the better variant; update: floor (b) only)"
 		printf '%-9s %-13s %10s %10s %7s\n' shape op "floor(a)" ext ext/a
-		for c in $OP_CLIENTS; do for b in $OP_BATCHES; do
+		bv=OP_BATCHES_$sync
+		for c in $OP_CLIENTS; do for b in ${!bv:-$OP_BATCHES}; do
 			sh="c${c}_b${b}_$sync"
 			for op in insert receive delete update; do
 				have_op "$op" || continue
@@ -97,8 +98,8 @@ if [ "$EXT" = 1 ]; then
 		target "long-poll wake-up $tag median (ms)" "${RES[longpoll_${tag}_median]:--}" "<=" 1
 		target "long-poll wake-up $tag p99 (ms)" "${RES[longpoll_${tag}_p99]:--}" "<=" 5
 	done
-	target "receive at 1m waiting / at 1k" "${RES[receive_scale_std_1m_vs_1k]:--}" "<=" 1.2
-	target "receive behind 100k in flight / none" "${RES[receive_scale_std_inflight_vs_none]:--}" "<=" 1.2
+	target "receive at $SCALE_MESSAGES waiting / at $PREFILL" "${RES[receive_scale_std_1m_vs_1k]:--}" "<=" 1.2
+	target "receive behind $SCALE_INFLIGHT in flight / none" "${RES[receive_scale_std_inflight_vs_none]:--}" "<=" 1.2
 	target "soak: slowest / fastest 5 s window" "${RES[soak_std_window_ratio]:--}" ">=" 0.5
 	target "soak: size at the end / the floor's" "$(r soak_std_size soak_floor_size)" "<=" 0.25
 fi
