@@ -3,5 +3,8 @@
 -- statement.  The receipts are aggregated into one text[] so \gset can carry
 -- them.  Variables: :queue, :body, :batch.
 SELECT count(*) FROM queue.send_batch(:queue, array_fill(:body::text, ARRAY[:batch::int]));
-SELECT array_agg(receipt) AS receipts FROM queue.receive(:queue, max_messages => :batch::int) \gset
+SELECT count(*) AS got, array_agg(receipt) AS receipts
+  FROM queue.receive(:queue, max_messages => :batch::int) \gset
+\if :got > 0
 SELECT count(*) FROM queue.delete_batch(:queue, :receipts::text[]);
+\endif

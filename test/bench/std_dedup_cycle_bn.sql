@@ -4,5 +4,8 @@
 SELECT count(*) FROM queue.send_batch(:queue, array_fill(:body::text, ARRAY[:batch::int]),
   deduplication_ids => ARRAY(SELECT :client_id::text || '-' || :i::text || '-' || s
                                FROM generate_series(1, :batch::int) AS s));
-SELECT array_agg(receipt) AS receipts FROM queue.receive(:queue, max_messages => :batch::int) \gset
+SELECT count(*) AS got, array_agg(receipt) AS receipts
+  FROM queue.receive(:queue, max_messages => :batch::int) \gset
+\if :got > 0
 SELECT count(*) FROM queue.delete_batch(:queue, :receipts::text[]);
+\endif
