@@ -75,6 +75,9 @@ unix_socket_directories = '$BENCH_DIR'
 shared_preload_libraries = $preload
 shared_buffers = 1GB
 max_connections = 80
+# A waiting receive whose client left is noticed within a second (the
+# long-poll runs follow each other; see README "Long polling").
+client_connection_check_interval = 1000
 max_wal_size = 8GB
 EOF
 	as_pg "$BINDIR/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 start >/dev/null || die "the server did not start"
