@@ -129,15 +129,7 @@ queue_dead_letter_sweep(QueueMeta *q, TimestampTz since, TimestampTz now)
 			elog(ERROR, "dead-letter sweep failed: %s", SPI_result_code_string(rc));
 		if (SPI_processed == 0)
 			return 0;
-		n = (int) SPI_processed;
-		groups = palloc(n * sizeof(Datum));
-		for (int r = 0; r < n; r++)
-		{
-			bool		isnull;
-
-			groups[r] = PointerGetDatum(PG_DETOAST_DATUM_COPY(
-				SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull)));
-		}
+		n = queue_spi_groups(&groups);
 		values[3] = queue_text_array(n, groups, NULL);
 		rc = SPI_execute_with_args(psprintf(
 			"SELECT message_id, message_group_id FROM queue_data.q" INT64_FORMAT

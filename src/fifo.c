@@ -118,6 +118,26 @@ queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups)
 }
 
 /*
+ * The group ids in the first column of the last SPI result, copied out of
+ * SPI's memory (they outlive the next statement); returns how many.
+ */
+int
+queue_spi_groups(Datum **groups)
+{
+	int			n = (int) SPI_processed;
+
+	*groups = palloc(Max(n, 1) * sizeof(Datum));
+	for (int r = 0; r < n; r++)
+	{
+		bool		isnull;
+
+		(*groups)[r] = PointerGetDatum(PG_DETOAST_DATUM_COPY(
+			SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull)));
+	}
+	return n;
+}
+
+/*
  * Lock the groups of the given messages, before a delete or visibility
  * change; returns the groups (for the refresh after).
  */
@@ -126,19 +146,9 @@ queue_fifo_lock_groups_of(QueueMeta *q, int n, const int64 *ids, Datum **groups)
 {
 	Datum		arg = queue_int8_array(n, ids);
 	int			rc;
-	int			ngroups;
 
 	rc = SPI_execute_plan(queue_plan(q, QP_GROUP_LOCK_OF_MSGS), &arg, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "locking message groups failed: %s", SPI_result_code_string(rc));
-	ngroups = (int) SPI_processed;
-	*groups = palloc(Max(ngroups, 1) * sizeof(Datum));
-	for (int r = 0; r < ngroups; r++)
-	{
-		bool		isnull;
-
-		(*groups)[r] = PointerGetDatum(PG_DETOAST_DATUM_COPY(
-			SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull)));
-	}
-	return ngroups;
+	return queue_spi_groups(groups);
 }

@@ -135,6 +135,7 @@ extern void queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups);
 extern int	queue_fifo_lock_groups_of(QueueMeta *q, int n, const int64 *ids,
 									  Datum **groups);
 extern int	queue_sort_unique_texts(Datum *vals, int n);
+extern int	queue_spi_groups(Datum **groups);
 
 /* receipt.c */
 extern uint64 queue_receipt_nonce(void);

@@ -477,19 +477,13 @@ sweep_expired(int64 id, bool fifo, TimestampTz cutoff)
 	if (n == 0)
 		return 0;
 	{
-		Datum	   *groups = palloc(n * sizeof(Datum));
+		Datum	   *groups;
 		uint64		deleted;
 		char	   *refresh;
 		Datum		rvalues[2];
 		Oid			rtypes[2] = {TEXTARRAYOID, TIMESTAMPTZOID};
 
-		for (uint64 r = 0; r < n; r++)
-		{
-			bool		isnull;
-
-			groups[r] = PointerGetDatum(PG_DETOAST_DATUM_COPY(
-				SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull)));
-		}
+		n = (uint64) queue_spi_groups(&groups);
 		values[1] = queue_text_array((int) n, groups, NULL);
 		deleted = sweep_exec(psprintf(
 			"DELETE FROM queue_data.q" INT64_FORMAT
@@ -632,6 +626,20 @@ list_queues(bool *extension_exists)
 }
 
 /*
+ * After an error in a sweep: report it, abandon the transaction and the
+ * sweep's memory; the worker goes on with the next queue.
+ */
+static void
+sweep_recover(MemoryContext cxt)
+{
+	MemoryContextSwitchTo(cxt);
+	EmitErrorReport();
+	FlushErrorState();
+	AbortCurrentTransaction();
+	MemoryContextReset(cxt);
+}
+
+/*
  * Move messages whose last lease ran out since the previous pass after
  * max_receive_count receives to the dead-letter queue (deadletter.c).  Runs
  * every pass for queues that have a dead-letter queue: it reads only the
@@ -667,11 +675,7 @@ sweep_dead_letters(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 	}
 	PG_CATCH();
 	{
-		MemoryContextSwitchTo(cxt);
-		EmitErrorReport();
-		FlushErrorState();
-		AbortCurrentTransaction();
-		MemoryContextReset(cxt);
+		sweep_recover(cxt);
 	}
 	PG_END_TRY();
 }
@@ -727,11 +731,7 @@ sweep_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 	}
 	PG_CATCH();
 	{
-		MemoryContextSwitchTo(cxt);
-		EmitErrorReport();
-		FlushErrorState();
-		AbortCurrentTransaction();
-		MemoryContextReset(cxt);
+		sweep_recover(cxt);
 		sq->next_due = GetCurrentTimestamp() + 10 * USECS_PER_SEC;
 	}
 	PG_END_TRY();
