@@ -394,7 +394,7 @@ BEGIN
 			sequence_number bigint,
 			first_received_at timestamptz,
 			receive_count integer NOT NULL DEFAULT 0,
-			message_group_id text,
+			message_group_id text COLLATE "C",
 			deduplication_id text,
 			attributes jsonb,
 			source_queue_id bigint,
@@ -446,10 +446,10 @@ BEGIN
 		 * FIFO: messages of a group in order, and the group scheduler
 		 * (g<id>): one row per non-empty group with the sequence number of
 		 * its head message and the time it can next deliver (its head's
-		 * visible_at, or the end of the leases it has in flight).  Every
-		 * change to a group's messages holds the group's row lock, which
-		 * is how senders of one group serialise and how receivers skip a
-		 * group someone is working on.
+		 * visible_at, or the end of the leases it has in flight).
+		 * Receivers and deleters work under the row's lock (receivers skip
+		 * a group someone is working on); senders of a group serialise on
+		 * a lock of their own and leave an existing row alone (fifo.c).
 		 */
 		EXECUTE pg_catalog.format('CREATE INDEX q%1$s_group ON %2$s (message_group_id, message_id)',
 			q.queue_id, tbl);
@@ -458,7 +458,6 @@ BEGIN
 				message_group_id text COLLATE "C" NOT NULL,
 				head_seq bigint,
 				available_at timestamptz,
-				sends bigint NOT NULL DEFAULT 0,
 				CONSTRAINT g%1$s_pkey PRIMARY KEY (message_group_id)
 			) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0.01)$ddl$, q.queue_id);
 		EXECUTE pg_catalog.format('CREATE INDEX g%1$s_head ON queue_data.g%1$s (head_seq)', q.queue_id);

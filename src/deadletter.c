@@ -53,7 +53,6 @@ queue_dead_letter(QueueMeta *q, int n, const int64 *ids, Datum *groups)
 	QueueMeta  *dlq;
 	Datum	   *ugroups;
 	int			ngroups;
-	bool	   *created;
 	Datum		args[5];
 	int			rc;
 	uint64		moved;
@@ -63,10 +62,7 @@ queue_dead_letter(QueueMeta *q, int n, const int64 *ids, Datum *groups)
 	dlq = queue_lookup(cstring_to_text(q->dlq_name));
 	ngroups = unique_groups(n, groups, &ugroups);
 	if (dlq->fifo)
-	{
-		created = palloc(Max(ngroups, 1) * sizeof(bool));
-		queue_fifo_lock_groups(dlq, ngroups, ugroups, created);
-	}
+		queue_fifo_lock_senders(dlq, ngroups, ugroups);
 
 	args[0] = queue_int8_array(n, ids);
 	args[1] = TimestampTzGetDatum(GetCurrentTimestamp());
@@ -80,7 +76,7 @@ queue_dead_letter(QueueMeta *q, int n, const int64 *ids, Datum *groups)
 
 	/* A moved message may be the new head of its dead-letter group. */
 	if (dlq->fifo)
-		queue_fifo_refresh_groups(dlq, ngroups, ugroups);
+		queue_fifo_add_groups(dlq, ngroups, ugroups, true);
 	/* And the source groups lost their heads. */
 	if (q->fifo)
 		queue_fifo_refresh_groups(q, ngroups, ugroups);
@@ -130,6 +126,10 @@ queue_dead_letter_sweep(QueueMeta *q, TimestampTz since, TimestampTz now)
 		if (SPI_processed == 0)
 			return 0;
 		n = queue_spi_groups(&groups);
+		/* Nor groups being sent to: a move may empty a group (fifo.c). */
+		n = queue_fifo_try_lock_senders(q->id, n, groups);
+		if (n == 0)
+			return 0;
 		values[3] = queue_text_array(n, groups, NULL);
 		rc = SPI_execute_with_args(psprintf(
 			"SELECT message_id, message_group_id FROM queue_data.q" INT64_FORMAT
@@ -197,11 +197,7 @@ redrive_to(QueueMeta *dlq, QueueMeta *dest, int n, int64 *ids, Datum *groups)
 	uint64		moved;
 
 	if (dest->fifo)
-	{
-		bool	   *created = palloc(Max(ngroups, 1) * sizeof(bool));
-
-		queue_fifo_lock_groups(dest, ngroups, ugroups, created);
-	}
+		queue_fifo_lock_senders(dest, ngroups, ugroups);
 	values[0] = queue_int8_array(n, ids);
 	values[1] = TimestampTzGetDatum(GetCurrentTimestamp());
 	values[2] = BoolGetDatum(dest->fifo);
@@ -221,7 +217,7 @@ redrive_to(QueueMeta *dlq, QueueMeta *dest, int n, int64 *ids, Datum *groups)
 		elog(ERROR, "redrive failed: %s", SPI_result_code_string(rc));
 	moved = SPI_processed;
 	if (dest->fifo)
-		queue_fifo_refresh_groups(dest, ngroups, ugroups);
+		queue_fifo_add_groups(dest, ngroups, ugroups, true);
 	queue_note_wakeup(dest->id);
 	return moved;
 }

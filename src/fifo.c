@@ -6,19 +6,36 @@
  *
  * Each non-empty group of a FIFO queue has a row in g<id> holding the
  * sequence number of its head message and the time it can next deliver.
- * Everything that changes a group's messages first locks that row: a
- * sender (so senders of one group follow each other in commit order and
- * draw their sequence numbers in that order), a receive (FOR UPDATE SKIP
- * LOCKED: a group someone is working on is skipped, never waited for) and
- * a delete or visibility change (which then recomputes the row).  Locks are
- * always taken in group-id byte order, so two batches cannot deadlock.
+ *
+ * Senders of one group are serialised by a transaction-level lock on the
+ * group (an advisory lock keyed by database, queue and a hash of the group
+ * id), held until they commit: so their sequence numbers are drawn in
+ * commit order.  A sender does not touch the group's row unless the group
+ * has none yet (it inserts one), so receivers and deleters never wait for
+ * a sender, however long its transaction.
+ *
+ * Receivers and deleters work under the group row's lock: a receive takes
+ * it FOR UPDATE SKIP LOCKED (a group someone is working on is skipped,
+ * never waited for); a delete or visibility change takes it, changes the
+ * messages, then recomputes the row.  Row locks are taken in group-id
+ * byte order, the senders' locks in hash order, so neither kind deadlocks.
+ *
+ * The one place both meet is a group becoming empty: its row must go, but
+ * a sender may be inserting into it right now, unseen, having found the
+ * row there.  So whoever empties a group takes the senders' lock too
+ * (waiting for such a sender to finish) and decides with a fresh snapshot:
+ * the row goes only if nothing was committed into the group meanwhile.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/hash.h"
 #include "executor/spi.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
 #include "utils/builtins.h"
+#include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
 #include "queue.h"
@@ -49,63 +66,144 @@ queue_sort_unique_texts(Datum *vals, int n)
 }
 
 /*
- * Lock the rows of the given groups (sorted, unique), creating those that
- * do not exist; created[i] tells which were created (their head is set by
- * queue_fifo_refresh_groups once their messages are in).
+ * The senders' lock of a group.  field4 tells our locks from the advisory
+ * locks of pg_advisory_lock (1 and 2); pg_locks shows them as advisory
+ * locks with objsubid 7.  Two groups whose ids hash alike share a lock:
+ * their senders serialise, which is harmless.
  */
-void
-queue_fifo_lock_groups(QueueMeta *q, int ngroups, Datum *groups, bool *created)
+#define QUEUE_GROUP_LOCKTAG 7
+
+static uint32
+group_hash(Datum g)
 {
-	bool	   *locked = palloc0(ngroups * sizeof(bool));
-	Datum	   *todo = palloc(ngroups * sizeof(Datum));
+	text	   *t = DatumGetTextPP(g);
 
-	memset(created, 0, ngroups * sizeof(bool));
-
-	/*
-	 * Lock what exists; insert what does not.  An insert that meets a
-	 * concurrent one waits for it, and if that one committed, the group
-	 * now exists: go round again and lock it.
-	 */
-	for (int round = 0;; round++)
-	{
-		int			ntodo = 0;
-		Datum		arg;
-		int			rc;
-
-		for (int i = 0; i < ngroups; i++)
-			if (!locked[i])
-				todo[ntodo++] = groups[i];
-		if (ntodo == 0)
-			break;
-		if (round > 10)
-			elog(ERROR, "could not lock message groups");
-
-		arg = queue_text_array(ntodo, todo, NULL);
-		rc = SPI_execute_plan(queue_plan(q, (round % 2 == 0) ? QP_GROUP_LOCK : QP_GROUP_INSERT),
-							  &arg, NULL, false, 0);
-		if (rc != SPI_OK_UPDATE_RETURNING && rc != SPI_OK_INSERT_RETURNING)
-			elog(ERROR, "locking message groups failed: %s", SPI_result_code_string(rc));
-		for (uint64 r = 0; r < SPI_processed; r++)
-		{
-			bool		isnull;
-			Datum		g = SPI_getbinval(SPI_tuptable->vals[r],
-										  SPI_tuptable->tupdesc, 1, &isnull);
-
-			for (int i = 0; i < ngroups; i++)
-				if (!locked[i] && text_cmp(&g, &groups[i]) == 0)
-				{
-					locked[i] = true;
-					created[i] = (rc == SPI_OK_INSERT_RETURNING);
-				}
-		}
-	}
+	return DatumGetUInt32(hash_any((unsigned char *) VARDATA_ANY(t),
+								   VARSIZE_ANY_EXHDR(t)));
 }
 
-/* Recompute the scheduling rows of groups whose messages changed. */
+typedef struct GroupKey
+{
+	uint32		hash;
+	int			index;
+} GroupKey;
+
+static int
+group_key_cmp(const void *a, const void *b)
+{
+	uint32		ha = ((const GroupKey *) a)->hash;
+	uint32		hb = ((const GroupKey *) b)->hash;
+
+	return (ha > hb) - (ha < hb);
+}
+
+/*
+ * Take the senders' locks of groups, in hash order (so two batches never
+ * deadlock); with wait false, only those free now.  got[i] tells whether
+ * groups[i]'s lock is held.  Returns how many are.
+ */
+static int
+sender_locks(int64 queue_id, int ngroups, Datum *groups, bool wait, bool *got)
+{
+	GroupKey   *keys = palloc(Max(ngroups, 1) * sizeof(GroupKey));
+	int			nheld = 0;
+
+	for (int i = 0; i < ngroups; i++)
+	{
+		keys[i].hash = group_hash(groups[i]);
+		keys[i].index = i;
+	}
+	qsort(keys, ngroups, sizeof(GroupKey), group_key_cmp);
+	for (int i = 0; i < ngroups; i++)
+	{
+		LOCKTAG		tag;
+		bool		held;
+
+		if (i > 0 && keys[i].hash == keys[i - 1].hash)
+			held = got[keys[i - 1].index];
+		else
+		{
+			SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) queue_id,
+								 keys[i].hash, QUEUE_GROUP_LOCKTAG);
+			held = LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
+		}
+		got[keys[i].index] = held;
+		if (held)
+			nheld++;
+	}
+	pfree(keys);
+	return nheld;
+}
+
+/*
+ * Before sending to groups (sorted, unique): wait for their other senders
+ * to finish.
+ */
+void
+queue_fifo_lock_senders(QueueMeta *q, int ngroups, Datum *groups)
+{
+	bool	   *got = palloc(Max(ngroups, 1) * sizeof(bool));
+
+	(void) sender_locks(q->id, ngroups, groups, true, got);
+	pfree(got);
+}
+
+/*
+ * The worker's form: lock those of the groups nobody is sending to now,
+ * and keep only them in groups (order kept); returns how many.
+ */
+int
+queue_fifo_try_lock_senders(int64 queue_id, int ngroups, Datum *groups)
+{
+	bool	   *got = palloc(Max(ngroups, 1) * sizeof(bool));
+	int			m = 0;
+
+	(void) sender_locks(queue_id, ngroups, groups, false, got);
+	for (int i = 0; i < ngroups; i++)
+		if (got[i])
+			groups[m++] = groups[i];
+	pfree(got);
+	return m;
+}
+
+/*
+ * After messages went into groups (under their senders' locks): give the
+ * groups that had no row one, headed by their first message.  Groups with
+ * a row are left alone (not even locked), unless moved: messages moved in
+ * by a dead-letter move or a redrive keep their old ids, so one may come
+ * before the group's head, and the row is updated to say so.
+ */
+void
+queue_fifo_add_groups(QueueMeta *q, int ngroups, Datum *groups, bool moved)
+{
+	Datum		arg;
+	int			rc;
+
+	if (ngroups == 0)
+		return;
+	/*
+	 * The latest snapshot: a REPEATABLE READ sender's own would miss a row
+	 * made since it began, and its insert would then fail to serialise.
+	 */
+	arg = queue_text_array(ngroups, groups, NULL);
+	rc = SPI_execute_snapshot(queue_plan(q, moved ? QP_GROUP_ADD_MOVED : QP_GROUP_ADD),
+							  &arg, NULL, GetLatestSnapshot(), InvalidSnapshot,
+							  false, false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "adding message groups failed: %s", SPI_result_code_string(rc));
+}
+
+/*
+ * Recompute the scheduling rows of groups whose messages changed; the
+ * caller holds the rows' locks.  Rows of groups left empty go, under the
+ * senders' locks and with a fresh snapshot (see the top of this file).
+ */
 void
 queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups)
 {
 	Datum		args[2];
+	Datum	   *empty;
+	int			nempty;
 	int			rc;
 
 	if (ngroups == 0)
@@ -113,6 +211,22 @@ queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups)
 	args[0] = queue_text_array(ngroups, groups, NULL);
 	args[1] = TimestampTzGetDatum(GetCurrentTimestamp());
 	rc = SPI_execute_plan(queue_plan(q, QP_GROUP_REFRESH), args, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "refreshing message groups failed: %s", SPI_result_code_string(rc));
+	nempty = queue_spi_groups(&empty);
+	if (nempty == 0)
+		return;
+
+	/*
+	 * The latest snapshot, not the transaction's: in REPEATABLE READ the
+	 * transaction's would not show a message committed since it began, and
+	 * the group would lose it.
+	 */
+	queue_fifo_lock_senders(q, nempty, empty);
+	args[0] = queue_text_array(nempty, empty, NULL);
+	rc = SPI_execute_snapshot(queue_plan(q, QP_GROUP_SETTLE), args, NULL,
+							  GetLatestSnapshot(), InvalidSnapshot,
+							  false, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "refreshing message groups failed: %s", SPI_result_code_string(rc));
 }

@@ -12,9 +12,15 @@
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "lib/stringinfo.h"
+#include "nodes/nodeFuncs.h"
+#include "optimizer/cost.h"
+#include "optimizer/planner.h"
+#include "parser/parsetree.h"
+#include "utils/lsyscache.h"
 
 #include "queue.h"
 
@@ -53,7 +59,7 @@ typedef struct PlanSpec
 	"  WHERE m.message_id = ANY (ARRAY(SELECT message_id FROM c WHERE receive_count < $8))" \
 	"  RETURNING " MSG_COLUMNS ")," \
 	" gl AS (UPDATE {g} g SET available_at = $2" \
-	"  WHERE g.message_group_id IN (SELECT message_group_id FROM c WHERE receive_count < $8))" \
+	"  WHERE g.message_group_id IN (SELECT message_group_id FROM u))" \
 	" SELECT * FROM (SELECT u.*, false, c.ord FROM u JOIN c USING (message_id)" \
 	"  UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL," \
 	"   NULL, NULL, NULL, NULL, true, c.ord FROM c WHERE c.receive_count >= $8) z" \
@@ -159,25 +165,31 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	},
 
 	/*
-	 * FIFO groups.  A sender locks its groups' rows (creating missing ones)
-	 * before drawing sequence numbers, so the senders of one group go one
-	 * after another in commit order while other groups never wait.  The
-	 * subquery locks in group order (the update's own scan order is the
-	 * planner's), so two batches cannot deadlock.
-	 * The update (not just a lock) makes a REPEATABLE READ transaction that
-	 * saw the group before fail to serialise rather than miss the send.
+	 * FIFO groups (see fifo.c).  After a send, under the senders' locks and
+	 * with the latest snapshot: a group without a row gets one, headed by
+	 * its first message.  A row that exists is not touched, not even by ON
+	 * CONFLICT (which would wait for a receiver or deleter updating it):
+	 * NOT EXISTS sees it first.
 	 */
-	[QP_GROUP_LOCK] = {
-		"UPDATE {g} g SET sends = g.sends + 1"
-		" FROM (SELECT message_group_id FROM {g} WHERE message_group_id = ANY ($1)"
-		"  ORDER BY message_group_id FOR UPDATE) l"
-		" WHERE g.message_group_id = l.message_group_id"
-		" RETURNING g.message_group_id",
+#define GROUP_FIRST \
+	"WITH h AS (SELECT gg.gid, f.message_id, f.visible_at FROM unnest($1) AS gg(gid)" \
+	" CROSS JOIN LATERAL (SELECT m.message_id, m.visible_at FROM {q} m" \
+	"  WHERE m.message_group_id = gg.gid ORDER BY m.message_id LIMIT 1) f)"
+#define GROUP_INSERT \
+	" INSERT INTO {g} (message_group_id, head_seq, available_at)" \
+	" SELECT h.gid, h.message_id, h.visible_at FROM h" \
+	" WHERE NOT EXISTS (SELECT FROM {g} x WHERE x.message_group_id = h.gid)" \
+	" ON CONFLICT (message_group_id) DO NOTHING"
+	[QP_GROUP_ADD] = {
+		GROUP_FIRST GROUP_INSERT,
 		1, {TEXTARRAYOID}
 	},
-	[QP_GROUP_INSERT] = {
-		"INSERT INTO {g} (message_group_id) SELECT unnest($1)"
-		" ON CONFLICT DO NOTHING RETURNING message_group_id",
+	/* After a move in: moved messages keep their ids, so one may head. */
+	[QP_GROUP_ADD_MOVED] = {
+		GROUP_FIRST ","
+		" u AS (UPDATE {g} g SET head_seq = h.message_id FROM h"
+		"  WHERE g.message_group_id = h.gid AND h.message_id < g.head_seq)"
+		GROUP_INSERT,
 		1, {TEXTARRAYOID}
 	},
 
@@ -186,23 +198,37 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * their row locks: the head (first message left) and when the group can
 	 * deliver next: its head's visible_at, or the end of the leases it has
 	 * in flight (in flight messages are a prefix of the group, at most one
-	 * receive's worth).  An empty group's row goes.
+	 * receive's worth).  Groups found empty are returned, not changed:
+	 * QP_GROUP_SETTLE decides on them.
 	 */
+#define GROUP_HEADS \
+	"WITH rc AS (" \
+	"  SELECT gg.gid, h.message_id AS head, h.visible_at AS head_vis," \
+	"   (SELECT max(s.visible_at) FROM (SELECT m.visible_at, m.receive_count" \
+	"     FROM {q} m WHERE m.message_group_id = gg.gid" \
+	"     ORDER BY m.message_id LIMIT 1000) s" \
+	"    WHERE s.receive_count > 0 AND s.visible_at > $2) AS lease" \
+	"  FROM unnest($1) AS gg(gid)" \
+	"  LEFT JOIN LATERAL (SELECT m.message_id, m.visible_at FROM {q} m" \
+	"   WHERE m.message_group_id = gg.gid ORDER BY m.message_id LIMIT 1) h ON true)," \
+	" gu AS (UPDATE {g} g SET head_seq = rc.head," \
+	"  available_at = greatest(rc.head_vis, rc.lease) FROM rc" \
+	"  WHERE g.message_group_id = rc.gid AND rc.head IS NOT NULL RETURNING 1)"
 	[QP_GROUP_REFRESH] = {
-		"WITH rc AS ("
-		"  SELECT gg.gid, h.message_id AS head, h.visible_at AS head_vis,"
-		"   (SELECT max(s.visible_at) FROM (SELECT m.visible_at, m.receive_count"
-		"     FROM {q} m WHERE m.message_group_id = gg.gid"
-		"     ORDER BY m.message_id LIMIT 1000) s"
-		"    WHERE s.receive_count > 0 AND s.visible_at > $2) AS lease"
-		"  FROM unnest($1) AS gg(gid)"
-		"  LEFT JOIN LATERAL (SELECT m.message_id, m.visible_at FROM {q} m"
-		"   WHERE m.message_group_id = gg.gid ORDER BY m.message_id LIMIT 1) h ON true),"
+		GROUP_HEADS
+		" SELECT rc.gid FROM rc WHERE rc.head IS NULL",
+		2, {TEXTARRAYOID, TIMESTAMPTZOID}
+	},
+
+	/*
+	 * The same over groups found empty, now also under their senders'
+	 * locks and run with the latest snapshot: a row whose group is still
+	 * empty goes; one that a sender filled meanwhile gets its head.
+	 */
+	[QP_GROUP_SETTLE] = {
+		GROUP_HEADS ","
 		" gd AS (DELETE FROM {g} g USING rc"
-		"  WHERE g.message_group_id = rc.gid AND rc.head IS NULL RETURNING 1),"
-		" gu AS (UPDATE {g} g SET head_seq = rc.head,"
-		"  available_at = greatest(rc.head_vis, rc.lease) FROM rc"
-		"  WHERE g.message_group_id = rc.gid AND rc.head IS NOT NULL RETURNING 1)"
+		"  WHERE g.message_group_id = rc.gid AND rc.head IS NULL RETURNING 1)"
 		" SELECT (SELECT count(*) FROM gd) + (SELECT count(*) FROM gu)",
 		2, {TEXTARRAYOID, TIMESTAMPTZOID}
 	},
@@ -222,7 +248,9 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * visible messages in order; keep the first max_messages in (group,
 	 * sequence) order, so one group gives as many as it can before the next
 	 * fills the batch.  The groups delivered from are blocked until the
-	 * leases end.  (A group locked but not needed stays locked until the
+	 * leases end: those of the rows u leased, not of c, since a candidate
+	 * read from the statement's snapshot may have been deleted since (the
+	 * group row locked is its newest version, the messages are not).  (A group locked but not needed stays locked until the
 	 * receiving transaction ends, which is why a receive inside a
 	 * transaction block takes one group per statement: receive.c.)
 	 */
@@ -246,7 +274,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"  WHERE m.message_id = ANY (ARRAY(SELECT message_id FROM c))"
 		"  RETURNING " MSG_COLUMNS "),"
 		" gl AS (UPDATE {g} g SET available_at = $2"
-		"  WHERE g.message_group_id IN (SELECT message_group_id FROM c))"
+		"  WHERE g.message_group_id IN (SELECT message_group_id FROM u))"
 		" SELECT u.* FROM u JOIN c USING (message_id) ORDER BY c.ord",
 		7, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID,
 		INT4OID, TEXTARRAYOID}
@@ -420,6 +448,78 @@ queue_plan(QueueMeta *q, QueuePlanKind kind)
 	pfree(sql);
 	q->plans[kind] = plan;
 	return plan;
+}
+
+/*
+ * Plans that never choose a sequential scan.
+ *
+ * A queue's tables are new and small when its plans are first made (and
+ * not yet analyzed, so the planner guesses their size from a few pages);
+ * left to itself the planner picks sequential scans and hash joins that
+ * are fine for 100 rows and ruinous for 100,000, and the plan is kept.
+ * Every statement here has an index to walk whatever the table's size, so
+ * generic plans over queue_data tables are made with enable_seqscan off.
+ * Only plans asked for as generic (CURSOR_OPT_GENERIC_PLAN, which our
+ * plans are and ad hoc queries are not) are looked at.
+ */
+static planner_hook_type prev_planner_hook = NULL;
+
+static bool
+rte_in_queue_data(Node *node, Oid *nsp)
+{
+	if (node == NULL)
+		return false;
+	if (IsA(node, RangeTblEntry))
+	{
+		RangeTblEntry *rte = (RangeTblEntry *) node;
+
+		return rte->rtekind == RTE_RELATION &&
+			get_rel_namespace(rte->relid) == *nsp;
+	}
+	if (IsA(node, Query))
+		return query_tree_walker((Query *) node, rte_in_queue_data, nsp,
+								 QTW_EXAMINE_RTES_BEFORE);
+	return expression_tree_walker(node, rte_in_queue_data, nsp);
+}
+
+static PlannedStmt *
+queue_planner(Query *parse, const char *query_string, int cursor_options,
+			  ParamListInfo bound_params)
+{
+	bool		ours = false;
+	bool		save = enable_seqscan;
+	PlannedStmt *result;
+
+	if ((cursor_options & CURSOR_OPT_GENERIC_PLAN) && enable_seqscan)
+	{
+		Oid			nsp = get_namespace_oid("queue_data", true);
+
+		ours = OidIsValid(nsp) && rte_in_queue_data((Node *) parse, &nsp);
+	}
+	if (ours)
+		enable_seqscan = false;
+	PG_TRY();
+	{
+		if (prev_planner_hook)
+			result = prev_planner_hook(parse, query_string, cursor_options,
+									   bound_params);
+		else
+			result = standard_planner(parse, query_string, cursor_options,
+									  bound_params);
+	}
+	PG_FINALLY();
+	{
+		enable_seqscan = save;
+	}
+	PG_END_TRY();
+	return result;
+}
+
+void
+queue_planner_hook_init(void)
+{
+	prev_planner_hook = planner_hook;
+	planner_hook = queue_planner;
 }
 
 /* Forget a queue's plans, when its cache entry is rebuilt. */

@@ -62,6 +62,7 @@ _PG_init(void)
 	MarkGUCPrefixReserved("queue");
 
 	queue_catalog_init();
+	queue_planner_hook_init();
 
 	if (process_shared_preload_libraries_in_progress)
 	{

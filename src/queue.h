@@ -41,9 +41,10 @@ typedef enum QueuePlanKind
 	QP_SEND_GENERAL,			/* batch, dedup and FIFO sends */
 	QP_DEDUP_CLAIM,
 	QP_DEDUP_ORIGINALS,
-	QP_GROUP_LOCK,
-	QP_GROUP_INSERT,
+	QP_GROUP_ADD,
+	QP_GROUP_ADD_MOVED,
 	QP_GROUP_REFRESH,
+	QP_GROUP_SETTLE,
 	QP_GROUP_LOCK_OF_MSGS,
 	QP_FIFO_RECEIVE,
 	QP_ATTEMPT_GET,
@@ -115,6 +116,7 @@ extern void queue_catalog_init(void);
 /* plans.c */
 extern SPIPlanPtr queue_plan(QueueMeta *q, QueuePlanKind kind);
 extern void queue_release_plans(QueueMeta *q);
+extern void queue_planner_hook_init(void);
 
 /* dedup.c */
 extern text *queue_content_dedup_id(text *body);
@@ -129,8 +131,10 @@ extern uint64 queue_dead_letter_sweep(QueueMeta *q, TimestampTz since,
 									  TimestampTz now);
 
 /* fifo.c */
-extern void queue_fifo_lock_groups(QueueMeta *q, int ngroups, Datum *groups,
-								   bool *created);
+extern void queue_fifo_lock_senders(QueueMeta *q, int ngroups, Datum *groups);
+extern int	queue_fifo_try_lock_senders(int64 queue_id, int ngroups, Datum *groups);
+extern void queue_fifo_add_groups(QueueMeta *q, int ngroups, Datum *groups,
+								  bool moved);
 extern void queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups);
 extern int	queue_fifo_lock_groups_of(QueueMeta *q, int n, const int64 *ids,
 									  Datum **groups);

@@ -121,10 +121,10 @@ check_fifo_entries(QueueMeta *q, SendBatch *b, bool batch)
 
 /*
  * Sends that need more than one INSERT: batches, deduplication ids, FIFO
- * groups.  In order: lock the FIFO groups (so sequence numbers are drawn in
- * the groups' commit order), claim the deduplication ids, insert what is
- * not a duplicate in one statement, then set the head of groups this send
- * created.  One row per entry goes to the result.
+ * groups.  In order: take the FIFO groups' senders' locks (so sequence
+ * numbers are drawn in the groups' commit order), claim the deduplication
+ * ids, insert what is not a duplicate in one statement, then give the
+ * groups that had no row one.  One row per entry goes to the result.
  */
 static void
 send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
@@ -134,7 +134,6 @@ send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
 	int64	   *ids = palloc0(n * sizeof(int64));
 	bool	   *dup = palloc0(n * sizeof(bool));
 	Datum	   *groups = NULL;
-	bool	   *created = NULL;
 	int			ngroups = 0;
 	int			ndedup = 0;
 	int			nins = 0;
@@ -153,8 +152,7 @@ send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
 		for (int i = 0; i < n; i++)
 			groups[i] = b->groups[i];
 		ngroups = queue_sort_unique_texts(groups, n);
-		created = palloc(ngroups * sizeof(bool));
-		queue_fifo_lock_groups(q, ngroups, groups, created);
+		queue_fifo_lock_senders(q, ngroups, groups);
 	}
 
 	/* The clock is read after the locks: a send is stamped when it can go. */
@@ -249,16 +247,9 @@ send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
 		}
 	}
 
-	/* Groups this send created get their head now that it is in. */
-	if (q->fifo)
-	{
-		int			nnew = 0;
-
-		for (int i = 0; i < ngroups; i++)
-			if (created[i])
-				groups[nnew++] = groups[i];
-		queue_fifo_refresh_groups(q, nnew, groups);
-	}
+	/* Groups that had no row get one now that their messages are in. */
+	if (q->fifo && nins > 0)
+		queue_fifo_add_groups(q, ngroups, groups, false);
 
 	for (int i = 0; i < n; i++)
 	{

@@ -484,6 +484,10 @@ sweep_expired(int64 id, bool fifo, TimestampTz cutoff)
 		Oid			rtypes[2] = {TEXTARRAYOID, TIMESTAMPTZOID};
 
 		n = (uint64) queue_spi_groups(&groups);
+		/* Nor groups being sent to: the sweep may empty a group (fifo.c). */
+		n = (uint64) queue_fifo_try_lock_senders(id, (int) n, groups);
+		if (n == 0)
+			return 0;
 		values[1] = queue_text_array((int) n, groups, NULL);
 		deleted = sweep_exec(psprintf(
 			"DELETE FROM queue_data.q" INT64_FORMAT
@@ -491,7 +495,7 @@ sweep_expired(int64 id, bool fifo, TimestampTz cutoff)
 			" AND message_id IN (SELECT message_id FROM queue_data.q" INT64_FORMAT
 			"  ORDER BY message_id LIMIT %d)", id, id, SWEEP_BATCH),
 							 2, types, values);
-		refresh = queue_plan_text_of(QP_GROUP_REFRESH, id);
+		refresh = queue_plan_text_of(QP_GROUP_SETTLE, id);
 		rvalues[0] = values[1];
 		rvalues[1] = TimestampTzGetDatum(GetCurrentTimestamp());
 		(void) sweep_exec(refresh, 2, rtypes, rvalues);
