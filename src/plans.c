@@ -243,11 +243,12 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	},
 
 	/*
-	 * The FIFO lease.  Take up to $6 available groups oldest head first,
-	 * skipping groups someone holds and those in $7; from each, its
-	 * visible messages in order; keep the first max_messages in (group,
-	 * sequence) order, so one group gives as many as it can before the next
-	 * fills the batch.  The groups delivered from are blocked until the
+	 * The FIFO lease.  Walk the available groups oldest head first (at
+	 * most $6), skipping groups someone holds and those in $7, and from
+	 * each take its visible messages in order, until max_messages ($5):
+	 * one group gives as many as it can before the next fills the batch.
+	 * The walk is a nested loop pulled by the LIMIT, so a group is locked
+	 * only when the batch still needs messages; ord is that pull order.  The groups delivered from are blocked until the
 	 * leases end: those of the rows u leased, not of c, since a candidate
 	 * read from the statement's snapshot may have been deleted since (the
 	 * group row locked is its newest version, the messages are not).  (A group locked but not needed stays locked until the
@@ -255,19 +256,18 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * transaction block takes one group per statement: receive.c.)
 	 */
 	[QP_FIFO_RECEIVE] = {
-		"WITH g AS MATERIALIZED ("
-		"  SELECT message_group_id, head_seq FROM {g}"
-		"  WHERE available_at <= $1 AND message_group_id <> ALL ($7)"
-		"  ORDER BY head_seq LIMIT $6 FOR UPDATE SKIP LOCKED),"
-		" c AS MATERIALIZED ("
-		"  SELECT x.message_id, g.message_group_id,"
-		"   row_number() OVER (ORDER BY g.head_seq, x.message_id) AS ord"
-		"  FROM g CROSS JOIN LATERAL ("
-		"   SELECT m.message_id FROM {q} m"
-		"   WHERE m.message_group_id = g.message_group_id"
-		"    AND m.visible_at <= $1 AND m.sent_at > $4"
-		"   ORDER BY m.message_id LIMIT $5) x"
-		"  ORDER BY g.head_seq, x.message_id LIMIT $5),"
+		"WITH c AS MATERIALIZED ("
+		"  SELECT l.message_id, l.message_group_id, row_number() OVER () AS ord"
+		"  FROM (SELECT x.message_id, g.message_group_id"
+		"   FROM (SELECT message_group_id, head_seq FROM {g}"
+		"    WHERE available_at <= $1 AND message_group_id <> ALL ($7)"
+		"    ORDER BY head_seq LIMIT $6 FOR UPDATE SKIP LOCKED) g"
+		"   CROSS JOIN LATERAL ("
+		"    SELECT m.message_id FROM {q} m"
+		"    WHERE m.message_group_id = g.message_group_id"
+		"     AND m.visible_at <= $1 AND m.sent_at > $4"
+		"    ORDER BY m.message_id LIMIT $5) x"
+		"   LIMIT $5) l),"
 		" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3,"
 		"  receive_count = m.receive_count + 1,"
 		"  first_received_at = coalesce(m.first_received_at, $1)"
@@ -458,7 +458,9 @@ queue_plan(QueueMeta *q, QueuePlanKind kind)
  * left to itself the planner picks sequential scans and hash joins that
  * are fine for 100 rows and ruinous for 100,000, and the plan is kept.
  * Every statement here has an index to walk whatever the table's size, so
- * generic plans over queue_data tables are made with enable_seqscan off.
+ * generic plans over queue_data tables are made with enable_seqscan off;
+ * and with enable_bitmapscan off, since a bitmap scan reads every match
+ * before a LIMIT can stop it (a FIFO group may hold millions).
  * Only plans asked for as generic (CURSOR_OPT_GENERIC_PLAN, which our
  * plans are and ad hoc queries are not) are looked at.
  */
@@ -487,7 +489,8 @@ queue_planner(Query *parse, const char *query_string, int cursor_options,
 			  ParamListInfo bound_params)
 {
 	bool		ours = false;
-	bool		save = enable_seqscan;
+	bool		save_seqscan = enable_seqscan;
+	bool		save_bitmapscan = enable_bitmapscan;
 	PlannedStmt *result;
 
 	if ((cursor_options & CURSOR_OPT_GENERIC_PLAN) && enable_seqscan)
@@ -497,7 +500,10 @@ queue_planner(Query *parse, const char *query_string, int cursor_options,
 		ours = OidIsValid(nsp) && rte_in_queue_data((Node *) parse, &nsp);
 	}
 	if (ours)
+	{
 		enable_seqscan = false;
+		enable_bitmapscan = false;
+	}
 	PG_TRY();
 	{
 		if (prev_planner_hook)
@@ -509,7 +515,8 @@ queue_planner(Query *parse, const char *query_string, int cursor_options,
 	}
 	PG_FINALLY();
 	{
-		enable_seqscan = save;
+		enable_seqscan = save_seqscan;
+		enable_bitmapscan = save_bitmapscan;
 	}
 	PG_END_TRY();
 	return result;
