@@ -59,6 +59,14 @@ _PG_init(void)
 							1000, 10, 3600 * 1000,
 							PGC_SIGHUP, GUC_UNIT_MS,
 							NULL, NULL, NULL);
+	DefineCustomBoolVariable("queue.durable_receives",
+							 "Makes transactions that only received wait for their WAL flush at commit.",
+							 "Off: such a transaction commits as with synchronous_commit = off; a lease lost "
+							 "in a crash only makes its message visible again.",
+							 &queue_durable_receives,
+							 false,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	MarkGUCPrefixReserved("queue");
 
 	queue_catalog_init();

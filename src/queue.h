@@ -130,6 +130,11 @@ extern uint64 queue_dead_letter(QueueMeta *q, int n, const int64 *ids,
 extern uint64 queue_dead_letter_sweep(QueueMeta *q, TimestampTz since,
 									  TimestampTz now);
 
+/* durability.c */
+extern bool queue_durable_receives;
+extern void queue_receive_begins(void);
+extern void queue_receive_ends(void);
+
 /* fifo.c */
 extern void queue_fifo_lock_senders(QueueMeta *q, int ngroups, Datum *groups);
 extern int	queue_fifo_try_lock_senders(int64 queue_id, int ngroups, Datum *groups);

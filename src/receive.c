@@ -391,9 +391,11 @@ queue_receive(PG_FUNCTION_ARGS)
 				 errdetail("A waiting receive must see messages committed after it began."),
 				 errhint("Receive with wait => '0', or in a READ COMMITTED transaction.")));
 
+	queue_receive_begins();
 	now = GetCurrentTimestamp();
 	if (attempt != NULL && replay_attempt(rsinfo, q, attempt, now))
 	{
+		queue_receive_ends();
 		queue_close(&call);
 		return (Datum) 0;
 	}
@@ -491,6 +493,7 @@ queue_receive(PG_FUNCTION_ARGS)
 		if (attempt != NULL)
 			record_attempt(q, attempt, now, nonce, &got);
 	}
+	queue_receive_ends();
 	queue_close(&call);
 	return (Datum) 0;
 }

@@ -195,7 +195,7 @@ fi
 # cycle_one KIND C B SYNC [GROUPS]; KIND floor_pk, floor_idx, std, std_dedup,
 # fifo.
 cycle_one() {
-	local kind=$1 c=$2 b=$3 sync=$4 groups=${5:-1} q=$QUEUE before got
+	local kind=$1 c=$2 b=$3 sync=$4 groups=${5:-1} q=$QUEUE before got s r d
 	case $kind in
 	floor_*)
 		reset_floor "${kind#floor_}" "$PREFILL"
