@@ -211,8 +211,25 @@ main(int argc, char **argv)
 		   samples[rounds / 2], samples[(int) (rounds * 0.9)],
 		   samples[(int) (rounds * 0.99)], samples[rounds - 1], extra, redelivered);
 
+	/*
+	 * Cancel the receives still waiting and wait for their answers, so the
+	 * backends are gone when we exit (the next run needs the slots).
+	 */
 	for (int r = 0; r < nrecv; r++)
+	{
+		PGcancel   *cancel = PQgetCancel(recv[r]);
+		char		err[256];
+		PGresult   *res;
+
+		if (cancel != NULL)
+		{
+			(void) PQcancel(cancel, err, sizeof(err));
+			PQfreeCancel(cancel);
+		}
+		while ((res = PQgetResult(recv[r])) != NULL)
+			PQclear(res);
 		PQfinish(recv[r]);
+	}
 	PQfinish(sender);
 	return extra == 0 && redelivered == 0 ? 0 : 1;
 }
