@@ -446,8 +446,9 @@ BEGIN
 		 * FIFO: messages of a group in order, and the group scheduler
 		 * (g<id>): one row per non-empty group with the sequence number of
 		 * its head message and the time it can next deliver (its head's
-		 * visible_at, or the end of the leases it has in flight).
-		 * Receivers and deleters work under the row's lock (receivers skip
+		 * visible_at, or the end of the leases it has in flight), and the
+		 * last id its latest receive leased (its in-flight messages lie
+		 * between the head and that id).  Receivers and deleters work under the row's lock (receivers skip
 		 * a group someone is working on); senders of a group serialise on
 		 * a lock of their own and leave an existing row alone (fifo.c).
 		 */
@@ -458,6 +459,7 @@ BEGIN
 				message_group_id text COLLATE "C" NOT NULL,
 				head_seq bigint,
 				available_at timestamptz,
+				leased_upto bigint,
 				CONSTRAINT g%1$s_pkey PRIMARY KEY (message_group_id)
 			) WITH (fillfactor = 50, autovacuum_vacuum_scale_factor = 0.01)$ddl$, q.queue_id);
 		EXECUTE pg_catalog.format('CREATE INDEX g%1$s_head ON queue_data.g%1$s (head_seq)', q.queue_id);

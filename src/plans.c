@@ -15,6 +15,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "jit/jit.h"
 #include "lib/stringinfo.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
@@ -58,8 +59,9 @@ typedef struct PlanSpec
 	"  first_received_at = coalesce(m.first_received_at, $1)" \
 	"  WHERE m.message_id = ANY (ARRAY(SELECT message_id FROM c WHERE receive_count < $8))" \
 	"  RETURNING " MSG_COLUMNS ")," \
-	" gl AS (UPDATE {g} g SET available_at = $2" \
-	"  WHERE g.message_group_id IN (SELECT message_group_id FROM u))" \
+	" gl AS (UPDATE {g} g SET available_at = $2, leased_upto = l.upto" \
+	"  FROM (SELECT message_group_id, max(message_id) AS upto FROM u GROUP BY 1) l" \
+	"  WHERE g.message_group_id = l.message_group_id)" \
 	" SELECT * FROM (SELECT u.*, false, c.ord FROM u JOIN c USING (message_id)" \
 	"  UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL," \
 	"   NULL, NULL, NULL, NULL, true, c.ord FROM c WHERE c.receive_count >= $8) z" \
@@ -197,17 +199,20 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * Recompute the scheduling row of groups whose messages changed, under
 	 * their row locks: the head (first message left) and when the group can
 	 * deliver next: its head's visible_at, or the end of the leases it has
-	 * in flight (in flight messages are a prefix of the group, at most one
-	 * receive's worth).  Groups found empty are returned, not changed:
+	 * in flight.  In flight messages are those of the group's last receive
+	 * (a group in flight gives nothing to others), so they lie between the
+	 * head and the last id that receive leased (leased_upto): only that
+	 * stretch of the group is read, however long the group.  Groups found
+	 * empty are returned, not changed:
 	 * QP_GROUP_SETTLE decides on them.
 	 */
 #define GROUP_HEADS \
 	"WITH rc AS (" \
 	"  SELECT gg.gid, h.message_id AS head, h.visible_at AS head_vis," \
-	"   (SELECT max(s.visible_at) FROM (SELECT m.visible_at, m.receive_count" \
-	"     FROM {q} m WHERE m.message_group_id = gg.gid" \
-	"     ORDER BY m.message_id LIMIT 1000) s" \
-	"    WHERE s.receive_count > 0 AND s.visible_at > $2) AS lease" \
+	"   (SELECT max(m.visible_at) FROM {q} m WHERE m.message_group_id = gg.gid" \
+	"     AND m.message_id <= (SELECT x.leased_upto FROM {g} x" \
+	"                          WHERE x.message_group_id = gg.gid)" \
+	"     AND m.receive_count > 0 AND m.visible_at > $2) AS lease" \
 	"  FROM unnest($1) AS gg(gid)" \
 	"  LEFT JOIN LATERAL (SELECT m.message_id, m.visible_at FROM {q} m" \
 	"   WHERE m.message_group_id = gg.gid ORDER BY m.message_id LIMIT 1) h ON true)," \
@@ -273,8 +278,9 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"  first_received_at = coalesce(m.first_received_at, $1)"
 		"  WHERE m.message_id = ANY (ARRAY(SELECT message_id FROM c))"
 		"  RETURNING " MSG_COLUMNS "),"
-		" gl AS (UPDATE {g} g SET available_at = $2"
-		"  WHERE g.message_group_id IN (SELECT message_group_id FROM u))"
+		" gl AS (UPDATE {g} g SET available_at = $2, leased_upto = l.upto"
+		"  FROM (SELECT message_group_id, max(message_id) AS upto FROM u GROUP BY 1) l"
+		"  WHERE g.message_group_id = l.message_group_id)"
 		" SELECT u.* FROM u JOIN c USING (message_id) ORDER BY c.ord",
 		7, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID,
 		INT4OID, TEXTARRAYOID}
@@ -519,6 +525,14 @@ queue_planner(Query *parse, const char *query_string, int cursor_options,
 		enable_bitmapscan = save_bitmapscan;
 	}
 	PG_END_TRY();
+
+	/*
+	 * Nor JIT: a generic plan's estimates over a large table can pass
+	 * jit_above_cost, and compiling costs milliseconds at every execution
+	 * of a statement that runs in well under one.
+	 */
+	if (ours)
+		result->jitFlags = PGJIT_NONE;
 	return result;
 }
 
