@@ -279,6 +279,23 @@ check() {	# WHAT GOT EXPECTED
 }
 
 # add_visible NAME COUNT: COUNT more visible messages in a standard queue.
+# add_visible_fifo QUEUE N GROUPS: N more visible messages on a FIFO
+# queue, spread over GROUPS groups, each with a unique deduplication id.
+add_visible_fifo() {
+	psql_run <<EOF2
+SET client_min_messages = warning;
+SELECT count(*) FROM generate_series(0, ($2 - 1) / 1000) AS g,
+	LATERAL queue.send_batch('$1', array_fill(:'body'::text, ARRAY[least(1000, $2 - g * 1000)]),
+		message_group_ids => ARRAY(SELECT 'g' || (1 + (g * 1000 + s) % $3)
+		                             FROM generate_series(1, least(1000, $2 - g * 1000)) AS s),
+		deduplication_ids => ARRAY(SELECT 'scale-' || (g * 1000 + s)
+		                             FROM generate_series(1, least(1000, $2 - g * 1000)) AS s))
+ WHERE $2 > 0;
+VACUUM ANALYZE;
+CHECKPOINT;
+EOF2
+}
+
 add_visible() {
 	psql_run <<EOF2
 SET client_min_messages = warning;

@@ -30,7 +30,8 @@
 #  3. scale: the receive's latency (pgbench -r) in a full cycle at 1 client,
 #     synchronous_commit off, with 1,000 messages waiting, 1,000,000
 #     waiting, and 1,000 waiting behind 100,000 in flight (lower ids, leased
-#     for an hour); floor (a) is the faster variant per case
+#     for an hour); floor (a) is the faster variant per case; and a FIFO
+#     queue's receive with 1,000 and 1,000,000 waiting over 100 groups
 #  4. (not with QUICK=1) the soak: SOAK_MESSAGES messages through a queue
 #     kept near empty (send 10 -> receive 10 -> delete, 4 clients, autovacuum
 #     at its defaults), for the extension and the floor (idx): throughput per
@@ -71,6 +72,7 @@
 #   LP_ROUNDS          long-poll wake-ups per run (1000; 300); LP=0 skips it
 #   SCALE=0/1          the scale test (1; 0); SCALE_MESSAGES (1000000),
 #                      SCALE_INFLIGHT (100000), SCALE_BATCH (10), SCALE_SYNC
+#                      SCALE_FIFO_GROUPS (100: the FIFO case's groups),
 #                      (off: the latency is the receive's work, not the
 #                      wait for the WAL flush, which varies more than it)
 #   SOAK=0/1           the soak (1; 0); SOAK_MESSAGES (1000000), SOAK_SYNC (on)
@@ -126,6 +128,7 @@ FLOOR_ALL=${FLOOR_ALL:-0}
 OP_MAX_MSGS=${OP_MAX_MSGS:-300000}
 LP=${LP:-1}
 SCALE_MESSAGES=${SCALE_MESSAGES:-1000000}
+SCALE_FIFO_GROUPS=${SCALE_FIFO_GROUPS:-100}
 SCALE_INFLIGHT=${SCALE_INFLIGHT:-100000}
 SCALE_BATCH=${SCALE_BATCH:-10}
 SCALE_SYNC=${SCALE_SYNC:-off}
@@ -501,6 +504,26 @@ if [ "$SCALE" = 1 ]; then
 		result "receive_ms_floor_$case" "${SC[floor_$case]}" ms 3 self "(pk ${SC[floor_pk_$case]}, idx ${SC[floor_idx_$case]})"
 		[ "$EXT" = 1 ] && result "receive_ms_std_$case" "${SC[std_$case]}" ms 3 "${SC[floor_$case]}"
 	done
+	# FIFO: the same receive latency, 1k and 1m waiting, over
+	# SCALE_FIFO_GROUPS groups (a receive must not slow with the backlog
+	# behind the group heads).
+	if [ "$EXT" = 1 ]; then
+		reset_queue "$FIFO_QUEUE" true "$SCALE_FIFO_GROUPS" "$PREFILL"
+		for case in 1k 1m; do
+			[ "$case" = 1m ] && add_visible_fifo "$FIFO_QUEUE" $((SCALE_MESSAGES - PREFILL)) "$SCALE_FIFO_GROUPS"
+			got=""
+			for r in $(seq 1 "$RUNS"); do
+				pgb "$(script fifo cycle "$SCALE_BATCH")" 1 "$SCALE_SYNC" "-T $SECS" -r -D batch="$SCALE_BATCH" \
+					-D groups="$SCALE_FIFO_GROUPS" -D queue="$FIFO_QUEUE"
+				got+=" $(stmt_latency 3)"
+			done
+			echo "  fifo ($SCALE_FIFO_GROUPS groups) $case: receive ms per run:$got"
+			SC[fifo_$case]=$(median <<<"$got")
+		done
+		result "receive_ms_fifo_1k" "${SC[fifo_1k]}" ms 3 -
+		result "receive_ms_fifo_1m" "${SC[fifo_1m]}" ms 3 -
+		result "receive_scale_fifo_1m_vs_1k" "$(ratio "${SC[fifo_1m]}" "${SC[fifo_1k]}")" x 2 -
+	fi
 	for kind in floor "${EXT_KINDS[@]}"; do
 		result "receive_scale_${kind}_1m_vs_1k" "$(ratio "${SC[${kind}_1m]}" "${SC[${kind}_1k]}")" x 2 \
 			"$([ "$kind" = floor ] && echo self || echo "${RES[receive_scale_floor_1m_vs_1k]}")"

@@ -91,15 +91,19 @@ if [ "$EXT" = 1 ]; then
 		target "send_batch c8_b100_$sync / multi-row INSERT" "$(r "send_batch_c8_b100_$sync" "insert_floor_c8_b100_$sync")" ">=" 0.9
 		[[ " $FIFO_SYNCS " == *" $sync "* ]] || continue
 		for fs in $FIFO_SHAPES; do
-			target "fifo 100 groups cycle ${fs}_$sync / std" "$(r "cycle_fifo_g100_${fs}_$sync" "cycle_std_${fs}_$sync")" ">=" 0.7
+			for g in $FIFO_GROUPS; do
+				[ "$g" -ge 100 ] || continue
+				target "fifo $g groups cycle ${fs}_$sync / std" "$(r "cycle_fifo_g${g}_${fs}_$sync" "cycle_std_${fs}_$sync")" ">=" 0.7
+			done
 		done
 	done
 	for tag in 50q 1q; do
-		target "long-poll wake-up $tag median (ms)" "${RES[longpoll_${tag}_median]:--}" "<=" 1
-		target "long-poll wake-up $tag p99 (ms)" "${RES[longpoll_${tag}_p99]:--}" "<=" 5
+		target "long-poll wake-up $tag median (ms)" "${RES[longpoll_${tag}_median]:--}" "<=" 0.5
+		target "long-poll wake-up $tag p99 (ms)" "${RES[longpoll_${tag}_p99]:--}" "<=" 2
 	done
 	target "receive at $SCALE_MESSAGES waiting / at $PREFILL" "${RES[receive_scale_std_1m_vs_1k]:--}" "<=" 1.2
 	target "receive behind $SCALE_INFLIGHT in flight / none" "${RES[receive_scale_std_inflight_vs_none]:--}" "<=" 1.2
+	target "fifo receive at $SCALE_MESSAGES waiting / at $PREFILL" "${RES[receive_scale_fifo_1m_vs_1k]:--}" "<=" 1.2
 	target "soak: slowest / fastest 5 s window" "${RES[soak_std_window_ratio]:--}" ">=" 0.5
 	target "soak: size at the end / the floor's" "$(r soak_std_size soak_floor_size)" "<=" 0.25
 fi
