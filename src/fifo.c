@@ -136,6 +136,41 @@ sender_locks(int64 queue_id, int ngroups, Datum *groups, bool wait, bool *got)
 }
 
 /*
+ * Give back the senders' locks sender_locks took on groups (all held),
+ * except those of groups with keep[i] set (and of any group sharing such a
+ * group's lock).
+ */
+static void
+release_sender_locks(int64 queue_id, int ngroups, Datum *groups, const bool *keep)
+{
+	GroupKey   *keys = palloc(Max(ngroups, 1) * sizeof(GroupKey));
+
+	for (int i = 0; i < ngroups; i++)
+	{
+		keys[i].hash = group_hash(groups[i]);
+		keys[i].index = i;
+	}
+	qsort(keys, ngroups, sizeof(GroupKey), group_key_cmp);
+	for (int i = 0; i < ngroups;)
+	{
+		int			j = i;
+		bool		kept = false;
+		LOCKTAG		tag;
+
+		for (; j < ngroups && keys[j].hash == keys[i].hash; j++)
+			kept |= keep[keys[j].index];
+		if (!kept)
+		{
+			SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) queue_id,
+								 keys[i].hash, QUEUE_GROUP_LOCKTAG);
+			LockRelease(&tag, ExclusiveLock, false);
+		}
+		i = j;
+	}
+	pfree(keys);
+}
+
+/*
  * Before sending to groups (sorted, unique): wait for their other senders
  * to finish.
  */
@@ -210,6 +245,43 @@ queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups)
 		return;
 	args[0] = queue_text_array(ngroups, groups, NULL);
 	args[1] = TimestampTzGetDatum(GetCurrentTimestamp());
+
+	/*
+	 * Usually nobody is sending to these groups right now: then, holding
+	 * their senders' locks, one statement settles them all, and the locks
+	 * of the groups left non-empty go back at once (those of groups emptied
+	 * are kept until commit, as below).
+	 */
+	{
+		bool	   *held = palloc(ngroups * sizeof(bool));
+
+		if (sender_locks(q->id, ngroups, groups, false, held) == ngroups)
+		{
+			Datum	   *left;
+			int			nleft;
+
+			rc = SPI_execute_snapshot(queue_plan(q, QP_GROUP_SETTLE), args, NULL,
+									  GetLatestSnapshot(), InvalidSnapshot,
+									  false, false, 0);
+			if (rc != SPI_OK_SELECT)
+				elog(ERROR, "refreshing message groups failed: %s", SPI_result_code_string(rc));
+			nleft = queue_spi_groups(&left);
+			/* held[] now tells the emptied groups: not among those left */
+			for (int i = 0; i < ngroups; i++)
+			{
+				held[i] = true;
+				for (int k = 0; k < nleft; k++)
+					if (text_cmp(&groups[i], &left[k]) == 0)
+						held[i] = false;
+			}
+			release_sender_locks(q->id, ngroups, groups, held);
+			return;
+		}
+		for (int i = 0; i < ngroups; i++)
+			held[i] = !held[i];
+		release_sender_locks(q->id, ngroups, groups, held);
+	}
+
 	rc = SPI_execute_plan(queue_plan(q, QP_GROUP_REFRESH), args, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "refreshing message groups failed: %s", SPI_result_code_string(rc));
@@ -249,20 +321,4 @@ queue_spi_groups(Datum **groups)
 			SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull)));
 	}
 	return n;
-}
-
-/*
- * Lock the groups of the given messages, before a delete or visibility
- * change; returns the groups (for the refresh after).
- */
-int
-queue_fifo_lock_groups_of(QueueMeta *q, int n, const int64 *ids, Datum **groups)
-{
-	Datum		arg = queue_int8_array(n, ids);
-	int			rc;
-
-	rc = SPI_execute_plan(queue_plan(q, QP_GROUP_LOCK_OF_MSGS), &arg, NULL, false, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "locking message groups failed: %s", SPI_result_code_string(rc));
-	return queue_spi_groups(groups);
 }

@@ -120,6 +120,33 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" RETURNING message_id, receipt",
 		3, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}
 	},
+
+	/*
+	 * The same on a FIFO queue: first lock the rows of the messages' groups
+	 * in group order (the one-time filter runs l before the scan), so the
+	 * change and the refresh that follows happen under them.  The group of
+	 * each row acted on comes back, for that refresh.
+	 */
+#define FIFO_SETTLE_LOCK \
+	"WITH l AS MATERIALIZED (SELECT g.message_group_id FROM {g} g" \
+	"  WHERE g.message_group_id IN" \
+	"   (SELECT m.message_group_id FROM {q} m WHERE m.message_id = ANY ($1))" \
+	"  ORDER BY 1 FOR UPDATE OF g) "
+	[QP_FIFO_DELETE_BATCH] = {
+		FIFO_SETTLE_LOCK
+		"DELETE FROM {q} WHERE message_id = ANY ($1) AND receipt = ANY ($2)"
+		" AND (SELECT count(*) FROM l) >= 0"
+		" RETURNING message_id, receipt, message_group_id",
+		2, {INT8ARRAYOID, INT8ARRAYOID}
+	},
+	[QP_FIFO_CHANGE_VIS_BATCH] = {
+		FIFO_SETTLE_LOCK
+		"UPDATE {q} SET visible_at = $3"
+		" WHERE message_id = ANY ($1) AND receipt = ANY ($2)"
+		" AND (SELECT count(*) FROM l) >= 0"
+		" RETURNING message_id, receipt, message_group_id",
+		3, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}
+	},
 	[QP_RECEIPTS_OF] = {
 		"SELECT message_id, receipt FROM {q} WHERE message_id = ANY ($1)",
 		1, {INT8ARRAYOID}
@@ -131,14 +158,34 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * array order, so ids drawn here follow the ordinals.  FIFO messages
 	 * carry their id as sequence_number ($8).
 	 */
+#define SEND_ROWS \
+	"INSERT INTO {q} (message_id, sequence_number, visible_at, sent_at," \
+	" message_group_id, deduplication_id, attributes, body)" \
+	" SELECT x.id, CASE WHEN $8 THEN x.id END, $1, $2, x.g, x.d, x.a, x.b" \
+	" FROM (SELECT coalesce(u.id, nextval('queue_data.message_id_seq')) AS id," \
+	"       u.b, u.g, u.d, u.a" \
+	"       FROM unnest($3, $4, $5, $6, $7) AS u(id, b, g, d, a)) x"
 	[QP_SEND_GENERAL] = {
-		"INSERT INTO {q} (message_id, sequence_number, visible_at, sent_at,"
-		" message_group_id, deduplication_id, attributes, body)"
-		" SELECT x.id, CASE WHEN $8 THEN x.id END, $1, $2, x.g, x.d, x.a, x.b"
-		" FROM (SELECT coalesce(u.id, nextval('queue_data.message_id_seq')) AS id,"
-		"       u.b, u.g, u.d, u.a"
-		"       FROM unnest($3, $4, $5, $6, $7) AS u(id, b, g, d, a)) x"
-		" RETURNING message_id",
+		SEND_ROWS " RETURNING message_id",
+		8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8ARRAYOID, TEXTARRAYOID,
+		TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, BOOLOID}
+	},
+
+	/*
+	 * A FIFO send under READ COMMITTED: the same, and in the same statement
+	 * the rows of groups that had none (QP_GROUP_ADD), headed by their first
+	 * message sent here.  The statement's snapshot is taken after the
+	 * senders' locks, so it shows every row a sender made before.
+	 */
+	[QP_SEND_FIFO] = {
+		"WITH ins AS (" SEND_ROWS " RETURNING message_id, message_group_id, visible_at),"
+		" grp AS (INSERT INTO {g} (message_group_id, head_seq, available_at)"
+		"  SELECT DISTINCT ON (i.message_group_id) i.message_group_id, i.message_id, i.visible_at"
+		"  FROM ins i WHERE NOT EXISTS"
+		"   (SELECT FROM {g} x WHERE x.message_group_id = i.message_group_id)"
+		"  ORDER BY i.message_group_id, i.message_id"
+		"  ON CONFLICT (message_group_id) DO NOTHING)"
+		" SELECT message_id FROM ins",
 		8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8ARRAYOID, TEXTARRAYOID,
 		TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, BOOLOID}
 	},
@@ -226,25 +273,16 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	},
 
 	/*
-	 * The same over groups found empty, now also under their senders'
-	 * locks and run with the latest snapshot: a row whose group is still
-	 * empty goes; one that a sender filled meanwhile gets its head.
+	 * The same under the groups' senders' locks and run with the latest
+	 * snapshot: the row of a group still empty goes; one that a sender
+	 * filled meanwhile gets its head.  Returns the groups left non-empty.
 	 */
 	[QP_GROUP_SETTLE] = {
 		GROUP_HEADS ","
 		" gd AS (DELETE FROM {g} g USING rc"
-		"  WHERE g.message_group_id = rc.gid AND rc.head IS NULL RETURNING 1)"
-		" SELECT (SELECT count(*) FROM gd) + (SELECT count(*) FROM gu)",
+		"  WHERE g.message_group_id = rc.gid AND rc.head IS NULL)"
+		" SELECT rc.gid FROM rc WHERE rc.head IS NOT NULL",
 		2, {TEXTARRAYOID, TIMESTAMPTZOID}
-	},
-
-	/* Lock the groups of some messages before settling them. */
-	[QP_GROUP_LOCK_OF_MSGS] = {
-		"SELECT g.message_group_id FROM {g} g"
-		" WHERE g.message_group_id IN"
-		"  (SELECT m.message_group_id FROM {q} m WHERE m.message_id = ANY ($1))"
-		" ORDER BY g.message_group_id FOR UPDATE OF g",
-		1, {INT8ARRAYOID}
 	},
 
 	/*

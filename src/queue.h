@@ -34,18 +34,20 @@ typedef enum QueuePlanKind
 	QP_DELETE_BATCH,
 	QP_CHANGE_VIS,
 	QP_CHANGE_VIS_BATCH,
+	QP_FIFO_DELETE_BATCH,		/* ... locking the groups first */
+	QP_FIFO_CHANGE_VIS_BATCH,
 	QP_RECEIPTS_OF,				/* current receipts of some message ids */
 	QP_PEEK,
 	QP_PEEK_FIFO,
 	QP_NEXT_VISIBLE,		/* long poll: when the next message turns visible */
 	QP_SEND_GENERAL,			/* batch, dedup and FIFO sends */
+	QP_SEND_FIFO,				/* ... FIFO ones in READ COMMITTED */
 	QP_DEDUP_CLAIM,
 	QP_DEDUP_ORIGINALS,
 	QP_GROUP_ADD,
 	QP_GROUP_ADD_MOVED,
 	QP_GROUP_REFRESH,
 	QP_GROUP_SETTLE,
-	QP_GROUP_LOCK_OF_MSGS,
 	QP_FIFO_RECEIVE,
 	QP_ATTEMPT_GET,
 	QP_ATTEMPT_MSGS,
@@ -141,8 +143,6 @@ extern int	queue_fifo_try_lock_senders(int64 queue_id, int ngroups, Datum *group
 extern void queue_fifo_add_groups(QueueMeta *q, int ngroups, Datum *groups,
 								  bool moved);
 extern void queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups);
-extern int	queue_fifo_lock_groups_of(QueueMeta *q, int n, const int64 *ids,
-									  Datum **groups);
 extern int	queue_sort_unique_texts(Datum *vals, int n);
 extern int	queue_spi_groups(Datum **groups);
 

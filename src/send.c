@@ -13,6 +13,7 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "funcapi.h"
@@ -135,6 +136,7 @@ send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
 	bool	   *dup = palloc0(n * sizeof(bool));
 	Datum	   *groups = NULL;
 	int			ngroups = 0;
+	bool		one_statement = q->fifo && !IsolationUsesXactSnapshot();
 	int			ndedup = 0;
 	int			nins = 0;
 	int			ndup = 0;
@@ -230,8 +232,10 @@ send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
 			args[6] = PointerGetDatum(construct_md_array(iattr, iattrn, 1, dims, lbs, JSONBOID,
 														 -1, false, TYPALIGN_INT));
 			args[7] = BoolGetDatum(q->fifo);
-			rc = SPI_execute_plan(queue_plan(q, QP_SEND_GENERAL), args, nulls, false, 0);
-			if (rc != SPI_OK_INSERT_RETURNING || SPI_processed != (uint64) nins)
+			rc = SPI_execute_plan(queue_plan(q, one_statement ? QP_SEND_FIFO : QP_SEND_GENERAL),
+								  args, nulls, false, 0);
+			if ((rc != SPI_OK_INSERT_RETURNING && rc != SPI_OK_SELECT) ||
+				SPI_processed != (uint64) nins)
 				elog(ERROR, "queue send failed: %s", SPI_result_code_string(rc));
 			nins = 0;
 			for (int i = 0; i < n; i++)
@@ -247,8 +251,13 @@ send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
 		}
 	}
 
-	/* Groups that had no row get one now that their messages are in. */
-	if (q->fifo && nins > 0)
+	/*
+	 * Groups that had no row get one now that their messages are in: done
+	 * by the insert itself in READ COMMITTED; in REPEATABLE READ or
+	 * SERIALIZABLE the transaction's snapshot may predate a row another
+	 * sender made, so a statement with the latest snapshot does it.
+	 */
+	if (q->fifo && nins > 0 && !one_statement)
 		queue_fifo_add_groups(q, ngroups, groups, false);
 
 	for (int i = 0; i < n; i++)

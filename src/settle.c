@@ -154,8 +154,9 @@ settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b, Datum extra)
 	Datum	   *groups = NULL;
 	int			ngroups = 0;
 
+	/* On a FIFO queue the statement locks the groups first (plans.c). */
 	if (q->fifo)
-		ngroups = queue_fifo_lock_groups_of(q, b->n, b->ids, &groups);
+		kind = (kind == QP_DELETE_BATCH) ? QP_FIFO_DELETE_BATCH : QP_FIFO_CHANGE_VIS_BATCH;
 
 	args[0] = queue_int8_array(b->n, b->ids);
 	args[1] = queue_int8_array(b->n, (int64 *) b->nonces);
@@ -164,7 +165,22 @@ settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b, Datum extra)
 	if (rc != SPI_OK_DELETE_RETURNING && rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "queue batch failed: %s", SPI_result_code_string(rc));
 	ndone = (int) SPI_processed;
-	mark_done(b, kind == QP_DELETE_BATCH);
+	mark_done(b, kind == QP_DELETE_BATCH || kind == QP_FIFO_DELETE_BATCH);
+	if (q->fifo)
+	{
+		/* The groups acted on (column 3), for the refresh below. */
+		groups = palloc(Max(ndone, 1) * sizeof(Datum));
+		for (int r = 0; r < ndone; r++)
+		{
+			bool		isnull;
+			Datum		g = SPI_getbinval(SPI_tuptable->vals[r],
+										  SPI_tuptable->tupdesc, 3, &isnull);
+
+			if (!isnull)
+				groups[ngroups++] = PointerGetDatum(PG_DETOAST_DATUM_COPY(g));
+		}
+		ngroups = queue_sort_unique_texts(groups, ngroups);
+	}
 	check_misses(q, b);
 	if (q->fifo)
 	{
