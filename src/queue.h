@@ -132,6 +132,9 @@ extern uint64 queue_dead_letter(QueueMeta *q, int n, const int64 *ids,
 extern uint64 queue_dead_letter_sweep(QueueMeta *q, TimestampTz since,
 									  TimestampTz now);
 
+/* vacuum.c */
+extern void queue_vacuum_if_churned(int64 queue_id, bool fifo, int64 *last);
+
 /* durability.c */
 extern bool queue_durable_receives;
 extern void queue_receive_begins(void);
@@ -180,6 +183,7 @@ extern void queue_rehome_counters(int n);
 extern void queue_reset_counters(int64 queue_id);
 extern void queue_forget_counters(int64 queue_id);
 extern void queue_forget_counters_at_commit(int64 queue_id);
+extern int64 queue_counter_value(int64 queue_id, int which);
 extern int64 queue_sent_count(int64 queue_id);
 extern void queue_register_at_commit(void);
 extern void queue_register_database(void);

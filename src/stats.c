@@ -119,16 +119,23 @@ queue_rehome_counters(int n)
 	pfree(saved);
 }
 
-/* How many sends of a queue have committed (-1: no shared memory). */
+/* A queue's committed count of one kind, QC_* (-1: no shared memory). */
 int64
-queue_sent_count(int64 queue_id)
+queue_counter_value(int64 queue_id, int which)
 {
 	QueueCounterEntry *e;
 
 	if (queue_shared == NULL)
 		return -1;
 	e = counter_entry(queue_id, false);
-	return e ? (int64) pg_atomic_read_u64(&e->c[QC_SENT]) : 0;
+	return e ? (int64) pg_atomic_read_u64(&e->c[which]) : 0;
+}
+
+/* How many sends of a queue have committed (-1: no shared memory). */
+int64
+queue_sent_count(int64 queue_id)
+{
+	return queue_counter_value(queue_id, QC_SENT);
 }
 
 /*

@@ -407,6 +407,7 @@ typedef struct SweptQueue
 	TimestampTz next_due;		/* nothing can expire before this */
 	TimestampTz dlq_since;		/* leases ending after this not yet checked */
 	int64		empty_sent;		/* found empty after this many sends, or -1 */
+	int64		vacuumed_churn; /* its churn at its last vacuum (vacuum.c) */
 	bool		seen;
 } SweptQueue;
 
@@ -741,6 +742,22 @@ sweep_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 	PG_END_TRY();
 }
 
+/* Vacuum a queue that churned (vacuum.c); an error waits for a later pass. */
+static void
+vacuum_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
+{
+	PG_TRY();
+	{
+		queue_vacuum_if_churned(q->id, q->fifo, &sq->vacuumed_churn);
+	}
+	PG_CATCH();
+	{
+		sweep_recover(cxt);
+	}
+	PG_END_TRY();
+	MemoryContextReset(cxt);
+}
+
 /* However a worker leaves, its slot stops naming its pid. */
 static void
 worker_exit(int code, Datum arg)
@@ -823,6 +840,14 @@ queue_worker_main(Datum arg)
 			proc_exit(0);
 
 		/*
+		 * Take in invalidations (a create or drop since the last pass sets
+		 * queue_list_stale): they are read at transaction start, and a pass
+		 * over queues that are all idle starts none.
+		 */
+		StartTransactionCommand();
+		CommitTransactionCommand();
+
+		/*
 		 * The list lives in list_cxt between reloads; a pass's own
 		 * allocations go in pass_cxt.
 		 */
@@ -869,8 +894,12 @@ queue_worker_main(Datum arg)
 				sq->next_due = 0;
 				sq->dlq_since = DT_NOBEGIN;
 				sq->empty_sent = -1;
+				sq->vacuumed_churn = -1;
 			}
 			sq->seen = true;
+			MemoryContextSwitchTo(sweep_cxt);
+			vacuum_queue(q, sq, sweep_cxt);
+			MemoryContextSwitchTo(pass_cxt);
 			if (q->has_dlq)
 			{
 				MemoryContextSwitchTo(sweep_cxt);

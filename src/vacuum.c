@@ -1,0 +1,116 @@
+/*-------------------------------------------------------------------------
+ *
+ * vacuum.c
+ *	  The worker vacuums a queue's tables once they have churned more
+ *	  than they hold.
+ *
+ * A queue rewrites its rows all the time (a receive updates a message, a
+ * delete removes it, a FIFO group's row changes with its head), and every
+ * change leaves a dead tuple and dead index entries.  They pile up at the
+ * front of the very indexes receives walk (visible_at order, group head
+ * order), so each receive steps over more of them, until autovacuum comes
+ * by: by default a minute later, whatever the queue's pace.  The worker
+ * knows the pace from the queue's counters, so it vacuums a queue's message
+ * table (and a FIFO queue's group table) when the messages received,
+ * deleted, expired or moved since its last vacuum reach both
+ * QUEUE_VACUUM_MIN_CHURN and the number of messages the queue holds: the
+ * cost of a vacuum, which reads the table and its indexes, stays a fixed
+ * share of the work that made it necessary.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "commands/vacuum.h"
+#include "nodes/makefuncs.h"
+#include "parser/parse_node.h"
+#include "utils/memutils.h"
+
+#include "queue.h"
+
+#define QUEUE_VACUUM_MIN_CHURN	1000
+
+/* Messages handled (received, deleted, expired, moved) so far. */
+static int64
+churn_of(int64 queue_id)
+{
+	return queue_counter_value(queue_id, QC_RECEIVED) +
+		queue_counter_value(queue_id, QC_DELETED) +
+		queue_counter_value(queue_id, QC_EXPIRED) +
+		queue_counter_value(queue_id, QC_DEAD_LETTERED);
+}
+
+/* Messages the queue holds, near enough. */
+static int64
+size_of(int64 queue_id)
+{
+	int64		n = queue_counter_value(queue_id, QC_SENT) -
+		queue_counter_value(queue_id, QC_DELETED) -
+		queue_counter_value(queue_id, QC_EXPIRED) -
+		queue_counter_value(queue_id, QC_DEAD_LETTERED);
+
+	return Max(n, 0);
+}
+
+/* VACUUM queue_data.<kind><id>. */
+static void
+vacuum_table(char kind, int64 queue_id)
+{
+	VacuumStmt *stmt = makeNode(VacuumStmt);
+	char	   *relname = psprintf("%c" INT64_FORMAT, kind, queue_id);
+
+	/*
+	 * Never wait for a lock, and leave the table's length alone: a
+	 * truncation would take an exclusive lock on a table that senders and
+	 * receivers use all the time, to give back pages they will fill again.
+	 */
+	stmt->options = list_make2(makeDefElem("skip_locked", NULL, -1),
+							   makeDefElem("truncate", (Node *) makeString("false"), -1));
+	stmt->rels = list_make1(makeVacuumRelation(makeRangeVar("queue_data", relname, -1),
+											   InvalidOid, NIL));
+	stmt->is_vacuumcmd = true;
+	StartTransactionCommand();
+	ExecVacuum(make_parsestate(NULL), stmt, true);
+	CommitTransactionCommand();
+}
+
+/*
+ * Called by the worker for each queue on each pass, outside any
+ * transaction.  *last is the churn at the queue's last vacuum (-1: not
+ * known yet, so none now).  Errors are the caller's to catch.
+ */
+void
+queue_vacuum_if_churned(int64 queue_id, bool fifo, int64 *last)
+{
+	int64		churn = churn_of(queue_id);
+	MemoryContext portal;
+
+	if (churn < 0)
+		return;					/* no shared memory */
+	if (*last < 0 || churn < *last)
+	{
+		*last = churn;			/* first sight, or counters reset */
+		return;
+	}
+	if (churn - *last < QUEUE_VACUUM_MIN_CHURN || churn - *last < size_of(queue_id))
+		return;
+	*last = churn;
+
+	/* VACUUM keeps its memory under PortalContext, which a worker lacks. */
+	portal = AllocSetContextCreate(TopMemoryContext, "queue vacuum",
+								   ALLOCSET_DEFAULT_SIZES);
+	PortalContext = portal;
+	PG_TRY();
+	{
+		vacuum_table('q', queue_id);
+		if (fifo)
+			vacuum_table('g', queue_id);
+	}
+	PG_FINALLY();
+	{
+		PortalContext = NULL;
+		MemoryContextDelete(portal);
+	}
+	PG_END_TRY();
+}

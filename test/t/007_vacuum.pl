@@ -1,0 +1,112 @@
+# The worker vacuums a queue's tables once the messages handled since its
+# last vacuum (received, deleted, expired, moved) reach 1,000 and the number
+# the queue holds: a busy queue's dead rows do not wait for autovacuum
+# (turned off here, so every vacuum seen is the worker's).  A queue that
+# holds more than it churned is left alone.
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('vacuum');
+$node->init;
+$node->append_conf(
+	'postgresql.conf', qq(
+shared_preload_libraries = 'queue'
+queue.sweep_interval = '100ms'
+autovacuum = off
+));
+$node->start;
+$node->safe_psql('postgres', 'CREATE EXTENSION queue');
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'queue worker'"
+	),
+	'worker runs');
+
+sub q_id
+{
+	my ($name) = @_;
+	return $node->safe_psql('postgres',
+		"SELECT queue_id FROM queue.queues WHERE queue_name = '$name'");
+}
+
+sub vacuums
+{
+	my ($table) = @_;
+	$node->safe_psql('postgres', 'SELECT pg_stat_clear_snapshot()');
+	return $node->safe_psql('postgres',
+		"SELECT coalesce(sum(vacuum_count), 0) FROM pg_stat_user_tables"
+		  . " WHERE schemaname = 'queue_data' AND relname = '$table'");
+}
+
+# cycle(queue, n, fifo): send n (on a FIFO queue over 7 groups, each with
+# its own deduplication id), receive and delete them, 100 at a time.
+sub cycle
+{
+	my ($queue, $n, $fifo) = @_;
+	for my $b (1 .. $n / 100)
+	{
+		my $extra = $fifo
+		  ? ", message_group_ids => ARRAY(SELECT 'g' || (s % 7) FROM generate_series(1, 100) s),"
+		  . " deduplication_ids => ARRAY(SELECT '$b-' || s FROM generate_series(1, 100) s)"
+		  : '';
+		$node->safe_psql('postgres',
+			"SELECT count(*) FROM queue.send_batch('$queue', array_fill('x'::text, ARRAY[100])$extra)");
+		$node->safe_psql('postgres', qq(
+			WITH r AS (SELECT receipt FROM queue.receive('$queue', max_messages => 100))
+			SELECT count(*) FROM queue.delete_batch('$queue', ARRAY(SELECT receipt FROM r))));
+	}
+}
+
+# --- a standard queue that churned 2,000 messages and holds none ----------
+
+$node->safe_psql('postgres', "SELECT queue.create('busy')");
+my $busy = q_id('busy');
+# The worker must have seen the queue before it churns (it counts from there).
+$node->safe_psql('postgres', "SELECT pg_sleep(0.3)");
+is(vacuums("q$busy"), '0', 'no vacuum before the queue churned');
+cycle('busy', 2000, 0);
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT vacuum_count > 0 FROM pg_stat_user_tables WHERE relid = 'queue_data.q$busy'::regclass"),
+	'the worker vacuumed the churned message table');
+
+# --- a FIFO queue: its group table too --------------------------------------
+
+$node->safe_psql('postgres', "SELECT queue.create('busy.fifo', fifo => true)");
+my $fifo = q_id('busy.fifo');
+$node->safe_psql('postgres', "SELECT pg_sleep(0.3)");
+cycle('busy.fifo', 2000, 1);
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT bool_and(vacuum_count > 0) FROM pg_stat_user_tables"
+		  . " WHERE relid IN ('queue_data.q$fifo'::regclass, 'queue_data.g$fifo'::regclass)"),
+	'the worker vacuumed the FIFO queue\'s message and group tables');
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM queue_data.g$fifo"),
+	'0', 'every group emptied, every group row gone');
+
+# --- a queue holding more than it churned is left alone --------------------
+
+$node->safe_psql('postgres', "SELECT queue.create('deep')");
+my $deep = q_id('deep');
+$node->safe_psql('postgres', "SELECT pg_sleep(0.3)");
+$node->safe_psql('postgres',
+	"SELECT count(*) FROM generate_series(1, 5) g,"
+	  . " LATERAL queue.send_batch('deep', array_fill('x' || g, ARRAY[1000]))");
+is($node->safe_psql('postgres', "SELECT visible FROM queue.stats WHERE queue_name = 'deep'"),
+	'5000', 'the deep queue holds 5,000');
+$node->safe_psql('postgres', qq(
+	WITH r AS (SELECT receipt FROM queue.receive('deep', max_messages => 1000))
+	SELECT count(*) FROM queue.delete_batch('deep', ARRAY(SELECT receipt FROM r))));
+# Several passes go by (100 ms each); 1,000 handled < 4,000 held.
+$node->safe_psql('postgres', "SELECT pg_sleep(1)");
+is($node->safe_psql('postgres', "SELECT visible FROM queue.stats WHERE queue_name = 'deep'"),
+	'4000', 'and 4,000 after a receive and delete of 1,000');
+is(vacuums("q$deep"), '0', 'a queue holding more than it churned is not vacuumed');
+
+$node->stop;
+done_testing();
