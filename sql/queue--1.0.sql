@@ -402,8 +402,16 @@ BEGIN
 			CONSTRAINT q%2$s_pkey PRIMARY KEY (message_id)
 		) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01,
 		        autovacuum_vacuum_insert_scale_factor = 0.01)$ddl$, tbl, q.queue_id);
-	EXECUTE pg_catalog.format('CREATE INDEX q%1$s_visible ON %2$s (visible_at, message_id)',
-		q.queue_id, tbl);
+	/*
+	 * A FIFO queue has no such index: its receives go by group (g<id> and
+	 * the (message_group_id, message_id) index below), and with no index
+	 * on visible_at a receive's update of a message is a HOT update, which
+	 * writes no index entry at all.
+	 */
+	IF NOT q.fifo THEN
+		EXECUTE pg_catalog.format('CREATE INDEX q%1$s_visible ON %2$s (visible_at, message_id)',
+			q.queue_id, tbl);
+	END IF;
 	EXECUTE pg_catalog.format('COMMENT ON TABLE %s IS %L', tbl,
 		'messages of queue id ' || q.queue_id);
 

@@ -92,7 +92,8 @@ queue_dead_letter(QueueMeta *q, int n, const int64 *ids, Datum *groups)
 /*
  * The worker's share: messages of q whose lease ran out in (since, now]
  * after max_receive_count receives go to the dead-letter queue even when
- * nobody receives.  Only that time range of the visible_at index is read.
+ * nobody receives.  Only that time range of the visible_at index is read
+ * (on a FIFO queue, the groups whose lease ended in it).
  * Rows or groups someone holds are skipped, never waited for.
  */
 uint64
@@ -112,14 +113,15 @@ queue_dead_letter_sweep(QueueMeta *q, TimestampTz since, TimestampTz now)
 
 	if (q->fifo)
 	{
-		/* Lock the groups first (every FIFO change does), skipping held ones. */
+		/*
+		 * The groups whose lease ran out in (since, now]: a group's
+		 * available_at is the end of its last lease.  Lock them first
+		 * (every FIFO change does), skipping held ones.
+		 */
 		rc = SPI_execute_with_args(psprintf(
 			"SELECT g.message_group_id FROM queue_data.g" INT64_FORMAT " g"
-			" WHERE g.available_at <= $2 AND g.message_group_id IN"
-			"  (SELECT message_group_id FROM queue_data.q" INT64_FORMAT
-			"   WHERE visible_at > $1 AND visible_at <= $2 AND receive_count >= $3"
-			"   AND sent_at > $5 LIMIT 1000)"
-			" ORDER BY 1 FOR UPDATE SKIP LOCKED", q->id, q->id),
+			" WHERE g.available_at > $1 AND g.available_at <= $2"
+			" ORDER BY 1 LIMIT 1000 FOR UPDATE SKIP LOCKED", q->id),
 								   5, types, values, NULL, false, 0);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "dead-letter sweep failed: %s", SPI_result_code_string(rc));

@@ -417,6 +417,11 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" ORDER BY visible_at LIMIT 1",
 		1, {TIMESTAMPTZOID}
 	},
+	/* ... on a FIFO queue, when the next group opens (one row per group) */
+	[QP_NEXT_AVAILABLE_FIFO] = {
+		"SELECT min(available_at) FROM {g} WHERE available_at > $1",
+		1, {TIMESTAMPTZOID}
+	},
 	[QP_PEEK_FIFO] = {
 		"SELECT " MSG_COLUMNS " FROM {q} WHERE sent_at > $1"
 		" ORDER BY message_id LIMIT $2",

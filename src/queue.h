@@ -40,6 +40,7 @@ typedef enum QueuePlanKind
 	QP_PEEK,
 	QP_PEEK_FIFO,
 	QP_NEXT_VISIBLE,		/* long poll: when the next message turns visible */
+	QP_NEXT_AVAILABLE_FIFO,
 	QP_SEND_GENERAL,			/* batch, dedup and FIFO sends */
 	QP_SEND_FIFO,				/* ... FIFO ones in READ COMMITTED */
 	QP_DEDUP_CLAIM,
@@ -133,7 +134,8 @@ extern uint64 queue_dead_letter_sweep(QueueMeta *q, TimestampTz since,
 									  TimestampTz now);
 
 /* vacuum.c */
-extern void queue_vacuum_if_churned(int64 queue_id, bool fifo, int64 *last);
+extern void queue_vacuum_if_churned(int64 queue_id, bool fifo, int64 g_blocks,
+									int64 *last, int64 *last_g);
 
 /* durability.c */
 extern bool queue_durable_receives;

@@ -13,9 +13,11 @@
  * knows the pace from the queue's counters, so it vacuums a queue's message
  * table (and a FIFO queue's group table) when the messages received,
  * deleted, expired or moved since its last vacuum reach both
- * QUEUE_VACUUM_MIN_CHURN and the number of messages the queue holds: the
- * cost of a vacuum, which reads the table and its indexes, stays a fixed
- * share of the work that made it necessary.
+ * QUEUE_VACUUM_MIN_CHURN and the number of messages the queue holds (or
+ * QUEUE_VACUUM_MAX_CHURN, for a deep queue: the dead entries at the front
+ * of its indexes matter as much there).  A vacuum reads the table's pages
+ * that changed and its indexes, so its cost stays a small share of the work
+ * that made it necessary.
  *
  *-------------------------------------------------------------------------
  */
@@ -30,6 +32,7 @@
 #include "queue.h"
 
 #define QUEUE_VACUUM_MIN_CHURN	1000
+#define QUEUE_VACUUM_MAX_CHURN	50000
 
 /* Messages handled (received, deleted, expired, moved) so far. */
 static int64
@@ -64,9 +67,12 @@ vacuum_table(char kind, int64 queue_id)
 	 * Never wait for a lock, and leave the table's length alone: a
 	 * truncation would take an exclusive lock on a table that senders and
 	 * receivers use all the time, to give back pages they will fill again.
+	 * Always clean the indexes: their dead entries are the point, and a
+	 * deep queue's few changed pages would otherwise have vacuum skip them.
 	 */
-	stmt->options = list_make2(makeDefElem("skip_locked", NULL, -1),
-							   makeDefElem("truncate", (Node *) makeString("false"), -1));
+	stmt->options = list_make3(makeDefElem("skip_locked", NULL, -1),
+							   makeDefElem("truncate", (Node *) makeString("false"), -1),
+							   makeDefElem("index_cleanup", (Node *) makeString("on"), -1));
 	stmt->rels = list_make1(makeVacuumRelation(makeRangeVar("queue_data", relname, -1),
 											   InvalidOid, NIL));
 	stmt->is_vacuumcmd = true;
@@ -77,25 +83,39 @@ vacuum_table(char kind, int64 queue_id)
 
 /*
  * Called by the worker for each queue on each pass, outside any
- * transaction.  *last is the churn at the queue's last vacuum (-1: not
- * known yet, so none now).  Errors are the caller's to catch.
+ * transaction.  last and last_g are the churn at the last vacuum of the
+ * message table and of the group table (-1: not known yet, so none now);
+ * g_blocks is the group table's size in blocks, as last listed.  Errors
+ * are the caller's to catch.
  */
 void
-queue_vacuum_if_churned(int64 queue_id, bool fifo, int64 *last)
+queue_vacuum_if_churned(int64 queue_id, bool fifo, int64 g_blocks,
+						int64 *last, int64 *last_g)
 {
 	int64		churn = churn_of(queue_id);
+	bool		vacuum_q;
+	bool		vacuum_g;
 	MemoryContext portal;
 
 	if (churn < 0)
 		return;					/* no shared memory */
-	if (*last < 0 || churn < *last)
+	if (*last < 0 || churn < *last || *last_g < 0 || churn < *last_g)
 	{
-		*last = churn;			/* first sight, or counters reset */
+		*last = *last_g = churn;	/* first sight, or counters reset */
 		return;
 	}
-	if (churn - *last < QUEUE_VACUUM_MIN_CHURN || churn - *last < size_of(queue_id))
+	vacuum_q = churn - *last >= QUEUE_VACUUM_MIN_CHURN &&
+		churn - *last >= Min(size_of(queue_id), QUEUE_VACUUM_MAX_CHURN);
+
+	/*
+	 * A FIFO queue's group table has a row per non-empty group, often far
+	 * fewer than messages, and changes with every receive and delete: it
+	 * goes by its own size (some 40 rows a block at its fill factor).
+	 */
+	vacuum_g = fifo && churn - *last_g >= QUEUE_VACUUM_MIN_CHURN &&
+		churn - *last_g >= g_blocks * 40;
+	if (!vacuum_q && !vacuum_g)
 		return;
-	*last = churn;
 
 	/* VACUUM keeps its memory under PortalContext, which a worker lacks. */
 	portal = AllocSetContextCreate(TopMemoryContext, "queue vacuum",
@@ -103,9 +123,16 @@ queue_vacuum_if_churned(int64 queue_id, bool fifo, int64 *last)
 	PortalContext = portal;
 	PG_TRY();
 	{
-		vacuum_table('q', queue_id);
-		if (fifo)
+		if (vacuum_q)
+		{
+			*last = churn;
+			vacuum_table('q', queue_id);
+		}
+		if (vacuum_g)
+		{
+			*last_g = churn;
 			vacuum_table('g', queue_id);
+		}
 	}
 	PG_FINALLY();
 	{

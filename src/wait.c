@@ -72,9 +72,9 @@ queue_wait_generation(QueueMeta *q)
 }
 
 /*
- * When the queue's next not-yet-visible message turns visible, or 0.  On a
- * FIFO queue a group can open only when one of its messages turns visible,
- * so this bounds its wait too (a wake-up that finds nothing sleeps again).
+ * When the queue's next not-yet-visible message turns visible, or 0; on a
+ * FIFO queue, when its next group opens (a lease ends, or a delayed head
+ * turns visible).
  */
 static TimestampTz
 next_visible_at(QueueMeta *q, TimestampTz now)
@@ -82,14 +82,17 @@ next_visible_at(QueueMeta *q, TimestampTz now)
 	Datum		arg = TimestampTzGetDatum(now);
 	bool		isnull;
 	int			rc;
+	TimestampTz next;
 
-	rc = SPI_execute_plan(queue_plan(q, QP_NEXT_VISIBLE), &arg, NULL, false, 1);
+	rc = SPI_execute_plan(queue_plan(q, q->fifo ? QP_NEXT_AVAILABLE_FIFO : QP_NEXT_VISIBLE),
+						  &arg, NULL, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "queue wait failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
 		return 0;
-	return DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
+	next = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[0],
 											 SPI_tuptable->tupdesc, 1, &isnull));
+	return isnull ? 0 : next;
 }
 
 /*

@@ -408,6 +408,7 @@ typedef struct SweptQueue
 	TimestampTz dlq_since;		/* leases ending after this not yet checked */
 	int64		empty_sent;		/* found empty after this many sends, or -1 */
 	int64		vacuumed_churn; /* its churn at its last vacuum (vacuum.c) */
+	int64		vacuumed_g_churn;	/* ... at its group table's last vacuum */
 	bool		seen;
 } SweptQueue;
 
@@ -570,6 +571,7 @@ typedef struct QueueRow
 	int64		dedup_window;
 	bool		has_dlq;
 	char	   *name;
+	int64		g_blocks;		/* FIFO: its group table's size, as listed */
 } QueueRow;
 
 /*
@@ -603,7 +605,9 @@ list_queues(bool *extension_exists)
 		if (SPI_execute("SELECT queue_id, fifo,"
 						" (extract(epoch FROM retention) * 1000000)::int8,"
 						" (extract(epoch FROM deduplication_window) * 1000000)::int8,"
-						" dead_letter_queue IS NOT NULL, queue_name"
+						" dead_letter_queue IS NOT NULL, queue_name,"
+						" CASE WHEN fifo THEN pg_catalog.pg_relation_size(pg_catalog.to_regclass("
+						"  'queue_data.g' || queue_id)) / 8192 END"
 						" FROM queue._queues ORDER BY queue_id", true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not list queues");
 		for (uint64 r = 0; r < SPI_processed; r++)
@@ -620,6 +624,9 @@ list_queues(bool *extension_exists)
 			q->dedup_window = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
 			q->has_dlq = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
 			q->name = TextDatumGetCString(SPI_getbinval(tup, desc, 6, &isnull));
+			q->g_blocks = DatumGetInt64(SPI_getbinval(tup, desc, 7, &isnull));
+			if (isnull)
+				q->g_blocks = 0;
 			queues = lappend(queues, q);
 			MemoryContextSwitchTo(old);
 		}
@@ -748,7 +755,8 @@ vacuum_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 {
 	PG_TRY();
 	{
-		queue_vacuum_if_churned(q->id, q->fifo, &sq->vacuumed_churn);
+		queue_vacuum_if_churned(q->id, q->fifo, q->g_blocks, &sq->vacuumed_churn,
+								&sq->vacuumed_g_churn);
 	}
 	PG_CATCH();
 	{
@@ -895,6 +903,7 @@ queue_worker_main(Datum arg)
 				sq->dlq_since = DT_NOBEGIN;
 				sq->empty_sent = -1;
 				sq->vacuumed_churn = -1;
+				sq->vacuumed_g_churn = -1;
 			}
 			sq->seen = true;
 			MemoryContextSwitchTo(sweep_cxt);
