@@ -32,7 +32,7 @@
 #include "queue.h"
 
 #define QUEUE_VACUUM_MIN_CHURN	1000
-#define QUEUE_VACUUM_MAX_CHURN	50000
+#define QUEUE_VACUUM_MAX_CHURN	10000
 
 /* Messages handled (received, deleted, expired, moved) so far. */
 static int64
