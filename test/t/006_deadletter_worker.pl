@@ -6,24 +6,15 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use QueueWorkerNode;
 
-my $node = PostgreSQL::Test::Cluster->new('deadletter');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq(
-shared_preload_libraries = 'queue'
-queue.sweep_interval = '100ms'
-));
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION queue');
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'queue worker'"
-	),
-	'worker runs');
+my $node = QueueWorkerNode::start('deadletter');
 
 sub sql
 {

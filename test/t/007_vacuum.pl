@@ -6,32 +6,17 @@
 use strict;
 use warnings;
 
+use FindBin;
+use lib $FindBin::RealBin;
+
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use QueueWorkerNode;
 
-my $node = PostgreSQL::Test::Cluster->new('vacuum');
-$node->init;
-$node->append_conf(
-	'postgresql.conf', qq(
-shared_preload_libraries = 'queue'
-queue.sweep_interval = '100ms'
-autovacuum = off
-));
-$node->start;
-$node->safe_psql('postgres', 'CREATE EXTENSION queue');
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'queue worker'"
-	),
-	'worker runs');
+my $node = QueueWorkerNode::start('vacuum', "autovacuum = off\n");
 
-sub q_id
-{
-	my ($name) = @_;
-	return $node->safe_psql('postgres',
-		"SELECT queue_id FROM queue.queues WHERE queue_name = '$name'");
-}
+sub q_id { return QueueWorkerNode::queue_id($node, @_); }
 
 sub vacuums
 {
