@@ -119,23 +119,29 @@ queue_rehome_counters(int n)
 	pfree(saved);
 }
 
-/* A queue's committed count of one kind, QC_* (-1: no shared memory). */
-int64
-queue_counter_value(int64 queue_id, int which)
+/*
+ * A queue's committed counts, indexed by QC_* (all 0 for a queue that has
+ * no slot); false, and all 0, without shared memory.
+ */
+bool
+queue_counters_read(int64 queue_id, int64 *counts)
 {
-	QueueCounterEntry *e;
+	QueueCounterEntry *e = NULL;
 
-	if (queue_shared == NULL)
-		return -1;
-	e = counter_entry(queue_id, false);
-	return e ? (int64) pg_atomic_read_u64(&e->c[which]) : 0;
+	if (queue_shared != NULL)
+		e = counter_entry(queue_id, false);
+	for (int c = 0; c < QC_NUM; c++)
+		counts[c] = e ? (int64) pg_atomic_read_u64(&e->c[c]) : 0;
+	return queue_shared != NULL;
 }
 
 /* How many sends of a queue have committed (-1: no shared memory). */
 int64
 queue_sent_count(int64 queue_id)
 {
-	return queue_counter_value(queue_id, QC_SENT);
+	int64		counts[QC_NUM];
+
+	return queue_counters_read(queue_id, counts) ? counts[QC_SENT] : -1;
 }
 
 /*
@@ -330,16 +336,17 @@ queue_counters_sql(PG_FUNCTION_ARGS)
 	TupleDesc	desc;
 	Datum		values[QC_NUM];
 	bool		nulls[QC_NUM];
-	QueueCounterEntry *e = NULL;
+	int64		counts[QC_NUM] = {0};
+	bool		shared = queue_shared != NULL;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
-	if (queue_shared != NULL && !PG_ARGISNULL(0))
-		e = counter_entry(PG_GETARG_INT64(0), false);
+	if (!PG_ARGISNULL(0))
+		shared = queue_counters_read(PG_GETARG_INT64(0), counts);
 	for (int c = 0; c < QC_NUM; c++)
 	{
-		nulls[c] = (queue_shared == NULL);
-		values[c] = Int64GetDatum(e ? (int64) pg_atomic_read_u64(&e->c[c]) : 0);
+		nulls[c] = !shared;
+		values[c] = Int64GetDatum(counts[c]);
 	}
 	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

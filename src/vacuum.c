@@ -34,27 +34,6 @@
 #define QUEUE_VACUUM_MIN_CHURN	1000
 #define QUEUE_VACUUM_MAX_CHURN	10000
 
-/* Messages handled (received, deleted, expired, moved) so far. */
-static int64
-churn_of(int64 queue_id)
-{
-	return queue_counter_value(queue_id, QC_RECEIVED) +
-		queue_counter_value(queue_id, QC_DELETED) +
-		queue_counter_value(queue_id, QC_EXPIRED) +
-		queue_counter_value(queue_id, QC_DEAD_LETTERED);
-}
-
-/* Messages the queue holds, near enough. */
-static int64
-size_of(int64 queue_id)
-{
-	int64		n = queue_counter_value(queue_id, QC_SENT) -
-		queue_counter_value(queue_id, QC_DELETED) -
-		queue_counter_value(queue_id, QC_EXPIRED) -
-		queue_counter_value(queue_id, QC_DEAD_LETTERED);
-
-	return Max(n, 0);
-}
 
 /* VACUUM queue_data.<kind><id>. */
 static void
@@ -92,20 +71,26 @@ void
 queue_vacuum_if_churned(int64 queue_id, bool fifo, int64 g_blocks,
 						int64 *last, int64 *last_g)
 {
-	int64		churn = churn_of(queue_id);
+	int64		c[QC_NUM];
+	int64		churn;
+	int64		size;
 	bool		vacuum_q;
 	bool		vacuum_g;
 	MemoryContext portal;
 
-	if (churn < 0)
+	if (!queue_counters_read(queue_id, c))
 		return;					/* no shared memory */
+
+	/* Messages handled so far, and those the queue holds, near enough. */
+	churn = c[QC_RECEIVED] + c[QC_DELETED] + c[QC_EXPIRED] + c[QC_DEAD_LETTERED];
+	size = Max(c[QC_SENT] - c[QC_DELETED] - c[QC_EXPIRED] - c[QC_DEAD_LETTERED], 0);
 	if (*last < 0 || churn < *last || *last_g < 0 || churn < *last_g)
 	{
 		*last = *last_g = churn;	/* first sight, or counters reset */
 		return;
 	}
 	vacuum_q = churn - *last >= QUEUE_VACUUM_MIN_CHURN &&
-		churn - *last >= Min(size_of(queue_id), QUEUE_VACUUM_MAX_CHURN);
+		churn - *last >= Min(size, QUEUE_VACUUM_MAX_CHURN);
 
 	/*
 	 * A FIFO queue's group table has a row per non-empty group, often far
