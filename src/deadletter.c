@@ -127,7 +127,7 @@ queue_dead_letter_sweep(QueueMeta *q, TimestampTz since, TimestampTz now)
 			elog(ERROR, "dead-letter sweep failed: %s", SPI_result_code_string(rc));
 		if (SPI_processed == 0)
 			return 0;
-		n = queue_spi_groups(&groups);
+		n = queue_spi_groups(1, &groups);
 		/* Nor groups being sent to: a move may empty a group (fifo.c). */
 		n = queue_fifo_try_lock_senders(q->id, n, groups);
 		if (n == 0)

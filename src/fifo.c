@@ -97,6 +97,28 @@ group_key_cmp(const void *a, const void *b)
 	return (ha > hb) - (ha < hb);
 }
 
+/* The groups' lock keys in lock order (hash order): groups[keys[i].index]. */
+static GroupKey *
+sorted_group_keys(int ngroups, Datum *groups)
+{
+	GroupKey   *keys = palloc(Max(ngroups, 1) * sizeof(GroupKey));
+
+	for (int i = 0; i < ngroups; i++)
+	{
+		keys[i].hash = group_hash(groups[i]);
+		keys[i].index = i;
+	}
+	qsort(keys, ngroups, sizeof(GroupKey), group_key_cmp);
+	return keys;
+}
+
+static void
+group_locktag(LOCKTAG *tag, int64 queue_id, uint32 hash)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) queue_id, hash,
+						 QUEUE_GROUP_LOCKTAG);
+}
+
 /*
  * Take the senders' locks of groups, in hash order (so two batches never
  * deadlock); with wait false, only those free now.  got[i] tells whether
@@ -105,15 +127,9 @@ group_key_cmp(const void *a, const void *b)
 static int
 sender_locks(int64 queue_id, int ngroups, Datum *groups, bool wait, bool *got)
 {
-	GroupKey   *keys = palloc(Max(ngroups, 1) * sizeof(GroupKey));
+	GroupKey   *keys = sorted_group_keys(ngroups, groups);
 	int			nheld = 0;
 
-	for (int i = 0; i < ngroups; i++)
-	{
-		keys[i].hash = group_hash(groups[i]);
-		keys[i].index = i;
-	}
-	qsort(keys, ngroups, sizeof(GroupKey), group_key_cmp);
 	for (int i = 0; i < ngroups; i++)
 	{
 		LOCKTAG		tag;
@@ -123,8 +139,7 @@ sender_locks(int64 queue_id, int ngroups, Datum *groups, bool wait, bool *got)
 			held = got[keys[i - 1].index];
 		else
 		{
-			SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) queue_id,
-								 keys[i].hash, QUEUE_GROUP_LOCKTAG);
+			group_locktag(&tag, queue_id, keys[i].hash);
 			held = LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
 		}
 		got[keys[i].index] = held;
@@ -143,14 +158,8 @@ sender_locks(int64 queue_id, int ngroups, Datum *groups, bool wait, bool *got)
 static void
 release_sender_locks(int64 queue_id, int ngroups, Datum *groups, const bool *keep)
 {
-	GroupKey   *keys = palloc(Max(ngroups, 1) * sizeof(GroupKey));
+	GroupKey   *keys = sorted_group_keys(ngroups, groups);
 
-	for (int i = 0; i < ngroups; i++)
-	{
-		keys[i].hash = group_hash(groups[i]);
-		keys[i].index = i;
-	}
-	qsort(keys, ngroups, sizeof(GroupKey), group_key_cmp);
 	for (int i = 0; i < ngroups;)
 	{
 		int			j = i;
@@ -161,8 +170,7 @@ release_sender_locks(int64 queue_id, int ngroups, Datum *groups, const bool *kee
 			kept |= keep[keys[j].index];
 		if (!kept)
 		{
-			SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) queue_id,
-								 keys[i].hash, QUEUE_GROUP_LOCKTAG);
+			group_locktag(&tag, queue_id, keys[i].hash);
 			LockRelease(&tag, ExclusiveLock, false);
 		}
 		i = j;
@@ -229,6 +237,26 @@ queue_fifo_add_groups(QueueMeta *q, int ngroups, Datum *groups, bool moved)
 }
 
 /*
+ * QP_GROUP_SETTLE over the groups in args, with the latest snapshot, not
+ * the transaction's: in REPEATABLE READ the transaction's would not show a
+ * message committed since it began, and the group would lose it.  The
+ * caller holds the groups' senders' locks.  Returns the groups left
+ * non-empty.
+ */
+static int
+settle_groups(QueueMeta *q, Datum *args, Datum **left)
+{
+	int			rc;
+
+	rc = SPI_execute_snapshot(queue_plan(q, QP_GROUP_SETTLE), args, NULL,
+							  GetLatestSnapshot(), InvalidSnapshot,
+							  false, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "refreshing message groups failed: %s", SPI_result_code_string(rc));
+	return queue_spi_groups(1, left);
+}
+
+/*
  * Recompute the scheduling rows of groups whose messages changed; the
  * caller holds the rows' locks.  Rows of groups left empty go, under the
  * senders' locks and with a fresh snapshot (see the top of this file).
@@ -237,8 +265,8 @@ void
 queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups)
 {
 	Datum		args[2];
-	Datum	   *empty;
-	int			nempty;
+	Datum	   *groups_left;
+	bool	   *keep;
 	int			rc;
 
 	if (ngroups == 0)
@@ -252,73 +280,60 @@ queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups)
 	 * of the groups left non-empty go back at once (those of groups emptied
 	 * are kept until commit, as below).
 	 */
+	keep = palloc(ngroups * sizeof(bool));
+	if (sender_locks(q->id, ngroups, groups, false, keep) == ngroups)
 	{
-		bool	   *held = palloc(ngroups * sizeof(bool));
+		int			nleft = settle_groups(q, args, &groups_left);
 
-		if (sender_locks(q->id, ngroups, groups, false, held) == ngroups)
-		{
-			Datum	   *left;
-			int			nleft;
-
-			rc = SPI_execute_snapshot(queue_plan(q, QP_GROUP_SETTLE), args, NULL,
-									  GetLatestSnapshot(), InvalidSnapshot,
-									  false, false, 0);
-			if (rc != SPI_OK_SELECT)
-				elog(ERROR, "refreshing message groups failed: %s", SPI_result_code_string(rc));
-			nleft = queue_spi_groups(&left);
-			/* held[] now tells the emptied groups: not among those left */
-			for (int i = 0; i < ngroups; i++)
-			{
-				held[i] = true;
-				for (int k = 0; k < nleft; k++)
-					if (text_cmp(&groups[i], &left[k]) == 0)
-						held[i] = false;
-			}
-			release_sender_locks(q->id, ngroups, groups, held);
-			return;
-		}
+		/* keep the locks of the groups emptied: those not left */
 		for (int i = 0; i < ngroups; i++)
-			held[i] = !held[i];
-		release_sender_locks(q->id, ngroups, groups, held);
+		{
+			keep[i] = true;
+			for (int k = 0; k < nleft && keep[i]; k++)
+				keep[i] = text_cmp(&groups[i], &groups_left[k]) != 0;
+		}
+		release_sender_locks(q->id, ngroups, groups, keep);
+		return;
 	}
+	/* Someone is sending: give back what we got, keep what we did not. */
+	for (int i = 0; i < ngroups; i++)
+		keep[i] = !keep[i];
+	release_sender_locks(q->id, ngroups, groups, keep);
 
 	rc = SPI_execute_plan(queue_plan(q, QP_GROUP_REFRESH), args, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "refreshing message groups failed: %s", SPI_result_code_string(rc));
-	nempty = queue_spi_groups(&empty);
-	if (nempty == 0)
-		return;
+	{
+		Datum	   *empty;
+		int			nempty = queue_spi_groups(1, &empty);
 
-	/*
-	 * The latest snapshot, not the transaction's: in REPEATABLE READ the
-	 * transaction's would not show a message committed since it began, and
-	 * the group would lose it.
-	 */
-	queue_fifo_lock_senders(q, nempty, empty);
-	args[0] = queue_text_array(nempty, empty, NULL);
-	rc = SPI_execute_snapshot(queue_plan(q, QP_GROUP_SETTLE), args, NULL,
-							  GetLatestSnapshot(), InvalidSnapshot,
-							  false, false, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "refreshing message groups failed: %s", SPI_result_code_string(rc));
+		if (nempty == 0)
+			return;
+		queue_fifo_lock_senders(q, nempty, empty);
+		args[0] = queue_text_array(nempty, empty, NULL);
+		(void) settle_groups(q, args, &groups_left);
+	}
 }
 
 /*
- * The group ids in the first column of the last SPI result, copied out of
- * SPI's memory (they outlive the next statement); returns how many.
+ * The group ids in column col of the last SPI result (nulls left out),
+ * copied out of SPI's memory (they outlive the next statement); returns
+ * how many.
  */
 int
-queue_spi_groups(Datum **groups)
+queue_spi_groups(int col, Datum **groups)
 {
-	int			n = (int) SPI_processed;
+	int			n = 0;
 
-	*groups = palloc(Max(n, 1) * sizeof(Datum));
-	for (int r = 0; r < n; r++)
+	*groups = palloc(Max(SPI_processed, 1) * sizeof(Datum));
+	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		bool		isnull;
+		Datum		g = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc,
+									  col, &isnull);
 
-		(*groups)[r] = PointerGetDatum(PG_DETOAST_DATUM_COPY(
-			SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, 1, &isnull)));
+		if (!isnull)
+			(*groups)[n++] = PointerGetDatum(PG_DETOAST_DATUM_COPY(g));
 	}
 	return n;
 }

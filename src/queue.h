@@ -149,7 +149,7 @@ extern void queue_fifo_add_groups(QueueMeta *q, int ngroups, Datum *groups,
 								  bool moved);
 extern void queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups);
 extern int	queue_sort_unique_texts(Datum *vals, int n);
-extern int	queue_spi_groups(Datum **groups);
+extern int	queue_spi_groups(int col, Datum **groups);
 
 /* receipt.c */
 extern uint64 queue_receipt_nonce(void);

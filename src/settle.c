@@ -169,16 +169,7 @@ settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b, Datum extra)
 	if (q->fifo)
 	{
 		/* The groups acted on (column 3), for the refresh below. */
-		groups = palloc(Max(ndone, 1) * sizeof(Datum));
-		for (int r = 0; r < ndone; r++)
-		{
-			bool		isnull;
-			Datum		g = SPI_getbinval(SPI_tuptable->vals[r],
-										  SPI_tuptable->tupdesc, 3, &isnull);
-
-			if (!isnull)
-				groups[ngroups++] = PointerGetDatum(PG_DETOAST_DATUM_COPY(g));
-		}
+		ngroups = queue_spi_groups(3, &groups);
 		ngroups = queue_sort_unique_texts(groups, ngroups);
 	}
 	check_misses(q, b);

@@ -485,7 +485,7 @@ sweep_expired(int64 id, bool fifo, TimestampTz cutoff)
 		Datum		rvalues[2];
 		Oid			rtypes[2] = {TEXTARRAYOID, TIMESTAMPTZOID};
 
-		n = (uint64) queue_spi_groups(&groups);
+		n = (uint64) queue_spi_groups(1, &groups);
 		/* Nor groups being sent to: the sweep may empty a group (fifo.c). */
 		n = (uint64) queue_fifo_try_lock_senders(id, (int) n, groups);
 		if (n == 0)
