@@ -114,14 +114,21 @@ queue_dead_letter_sweep(QueueMeta *q, TimestampTz since, TimestampTz now)
 	if (q->fifo)
 	{
 		/*
-		 * The groups whose lease ran out in (since, now]: a group's
-		 * available_at is the end of its last lease.  Lock them first
-		 * (every FIFO change does), skipping held ones.
+		 * The groups whose lease ran out in (since, now] (a group's
+		 * available_at is the end of its last lease) and that hold a
+		 * message received max_receive_count times, looked for only in the
+		 * stretch that lease covered.  Lock them first (every FIFO change
+		 * does), skipping held ones; groups with nothing to move are not
+		 * locked, so receives never skip them for the worker's sake.
 		 */
 		rc = SPI_execute_with_args(psprintf(
 			"SELECT g.message_group_id FROM queue_data.g" INT64_FORMAT " g"
 			" WHERE g.available_at > $1 AND g.available_at <= $2"
-			" ORDER BY 1 LIMIT 1000 FOR UPDATE SKIP LOCKED", q->id),
+			" AND EXISTS (SELECT FROM queue_data.q" INT64_FORMAT " m"
+			"  WHERE m.message_group_id = g.message_group_id"
+			"  AND m.message_id <= g.leased_upto AND m.receive_count >= $3"
+			"  AND m.visible_at <= $2 AND m.sent_at > $5)"
+			" ORDER BY 1 LIMIT 1000 FOR UPDATE SKIP LOCKED", q->id, q->id),
 								   5, types, values, NULL, false, 0);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "dead-letter sweep failed: %s", SPI_result_code_string(rc));
