@@ -607,7 +607,7 @@ list_queues(bool *extension_exists)
 						" (extract(epoch FROM deduplication_window) * 1000000)::int8,"
 						" dead_letter_queue IS NOT NULL, queue_name,"
 						" CASE WHEN fifo THEN pg_catalog.pg_relation_size(pg_catalog.to_regclass("
-						"  'queue_data.g' || queue_id)) / 8192 END"
+						"  'queue_data.g' || queue_id)) END"
 						" FROM queue._queues ORDER BY queue_id", true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not list queues");
 		for (uint64 r = 0; r < SPI_processed; r++)
@@ -624,7 +624,7 @@ list_queues(bool *extension_exists)
 			q->dedup_window = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
 			q->has_dlq = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
 			q->name = TextDatumGetCString(SPI_getbinval(tup, desc, 6, &isnull));
-			q->g_blocks = DatumGetInt64(SPI_getbinval(tup, desc, 7, &isnull));
+			q->g_blocks = DatumGetInt64(SPI_getbinval(tup, desc, 7, &isnull)) / BLCKSZ;
 			if (isnull)
 				q->g_blocks = 0;
 			queues = lappend(queues, q);
