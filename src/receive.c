@@ -84,6 +84,81 @@ move_dead_letters(QueueMeta *q, SPITupleTable *tt, uint64 nrows)
 	return nrows - n;
 }
 
+/* A row of a FIFO lease with its sort keys (see order_fifo_rows). */
+typedef struct FifoRow
+{
+	HeapTuple	tup;
+	int64		id;
+	int64		first;			/* the smallest id of its group in the batch */
+	text	   *group;
+} FifoRow;
+
+/* Group ids in byte order, as COLLATE "C" */
+static int
+group_cmp(text *a, text *b)
+{
+	int			la = VARSIZE_ANY_EXHDR(a);
+	int			lb = VARSIZE_ANY_EXHDR(b);
+	int			c = memcmp(VARDATA_ANY(a), VARDATA_ANY(b), Min(la, lb));
+
+	return c != 0 ? c : (la > lb) - (la < lb);
+}
+
+static int
+fifo_row_by_group(const void *a, const void *b)
+{
+	const FifoRow *ra = a;
+	const FifoRow *rb = b;
+	int			c = group_cmp(ra->group, rb->group);
+
+	return c != 0 ? c : (ra->id > rb->id) - (ra->id < rb->id);
+}
+
+static int
+fifo_row_by_delivery(const void *a, const void *b)
+{
+	const FifoRow *ra = a;
+	const FifoRow *rb = b;
+
+	if (ra->first != rb->first)
+		return (ra->first > rb->first) - (ra->first < rb->first);
+	return (ra->id > rb->id) - (ra->id < rb->id);
+}
+
+/*
+ * Put the rows of a FIFO lease (QP_FIFO_RECEIVE, which returns them in no
+ * order) in delivery order: group by group, oldest group first, each in
+ * order.  A group's first message in the batch is its head (a group gives
+ * from its head on), so groups sort by their smallest id.
+ */
+static void
+order_fifo_rows(SPITupleTable *tt, uint64 nrows)
+{
+	FifoRow    *rows;
+
+	if (nrows < 2)
+		return;
+	rows = palloc(nrows * sizeof(FifoRow));
+	for (uint64 r = 0; r < nrows; r++)
+	{
+		bool		isnull;
+
+		rows[r].tup = tt->vals[r];
+		rows[r].id = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc,
+												 COL_MESSAGE_ID, &isnull));
+		rows[r].group = DatumGetTextPP(SPI_getbinval(tt->vals[r], tt->tupdesc,
+													 COL_GROUP, &isnull));
+	}
+	qsort(rows, nrows, sizeof(FifoRow), fifo_row_by_group);
+	for (uint64 r = 0; r < nrows; r++)
+		rows[r].first = (r > 0 && group_cmp(rows[r - 1].group, rows[r].group) == 0) ?
+			rows[r - 1].first : rows[r].id;
+	qsort(rows, nrows, sizeof(FifoRow), fifo_row_by_delivery);
+	for (uint64 r = 0; r < nrows; r++)
+		tt->vals[r] = rows[r].tup;
+	pfree(rows);
+}
+
 /*
  * Copy rows of an SPI result into the caller's tuplestore as queue.message,
  * with a receipt per row when with_receipt.
@@ -259,6 +334,8 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 		elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
 	tt = SPI_tuptable;
 	nrows = SPI_processed;
+	if (kind == QP_FIFO_RECEIVE)
+		order_fifo_rows(tt, nrows);
 	*moved = 0;
 	got->nmoved_groups = 0;
 
