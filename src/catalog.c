@@ -205,6 +205,9 @@ load_entry(CacheEntry *e, text *name)
 		strlcpy(e->meta.dlq_name, n, sizeof(e->meta.dlq_name));
 	}
 	e->meta.owner = DatumGetObjectId(SPI_getbinval(tup, desc, 15, &isnull));
+	e->meta.group_relid = InvalidOid;
+	e->meta.group_pkey = InvalidOid;
+	e->meta.msg_group_idx = InvalidOid;
 	for (int p = 0; p < QPRIV_NUM; p++)
 	{
 		ArrayType  *arr = DatumGetArrayTypeP(SPI_getbinval(tup, desc, 16 + p, &isnull));

@@ -30,11 +30,23 @@
  */
 #include "postgres.h"
 
+#include "access/genam.h"
 #include "access/hash.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "executor/tuptable.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
@@ -237,82 +249,213 @@ queue_fifo_add_groups(QueueMeta *q, int ngroups, Datum *groups, bool moved)
 }
 
 /*
- * QP_GROUP_SETTLE over the groups in args, with the latest snapshot, not
- * the transaction's: in REPEATABLE READ the transaction's would not show a
- * message committed since it began, and the group would lose it.  The
- * caller holds the groups' senders' locks.  Returns the groups left
- * non-empty.
+ * A relation of queue_data by name, for the direct reads below.
  */
-static int
-settle_groups(QueueMeta *q, Datum *args, Datum **left)
+static Oid
+data_relid(const char *name)
 {
-	int			rc;
+	Oid			relid = get_relname_relid(name, get_namespace_oid("queue_data", false));
 
-	rc = SPI_execute_snapshot(queue_plan(q, QP_GROUP_SETTLE), args, NULL,
-							  GetLatestSnapshot(), InvalidSnapshot,
-							  false, false, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "refreshing message groups failed: %s", SPI_result_code_string(rc));
-	return queue_spi_groups(1, left);
+	if (!OidIsValid(relid))
+		elog(ERROR, "relation queue_data.%s does not exist", name);
+	return relid;
+}
+
+static void
+fifo_relations(QueueMeta *q)
+{
+	if (OidIsValid(q->group_relid))
+		return;
+	q->msg_group_idx = data_relid(psprintf("q" INT64_FORMAT "_group", q->id));
+	q->group_pkey = data_relid(psprintf("g" INT64_FORMAT "_pkey", q->id));
+	q->group_relid = data_relid(psprintf("g" INT64_FORMAT, q->id));
+}
+
+/* Columns of q<id> and g<id> (queue--1.0.sql), 1-based. */
+#define QCOL_MESSAGE_ID		1
+#define QCOL_VISIBLE_AT		2
+#define QCOL_RECEIVE_COUNT	7
+#define GCOL_LEASED_UPTO	4
+
+/* Where a group stands, read from its messages. */
+typedef struct GroupHead
+{
+	bool		empty;
+	int64		head;			/* its first message */
+	TimestampTz available_at;	/* when it can deliver next */
+} GroupHead;
+
+/* An index scan of rel by its first key column equal to a group id. */
+static IndexScanDesc
+group_scan(Relation rel, Relation index, Snapshot snap, Datum gid)
+{
+	ScanKeyData key;
+	IndexScanDesc scan;
+
+	ScanKeyEntryInitialize(&key, 0, 1, BTEqualStrategyNumber, InvalidOid,
+						   C_COLLATION_OID, F_TEXTEQ, gid);
+	scan = index_beginscan(rel, index, snap, 1, 0);
+	index_rescan(scan, &key, 1, NULL, 0);
+	return scan;
 }
 
 /*
- * Recompute the scheduling rows of groups whose messages changed; the
- * caller holds the rows' locks.  Rows of groups left empty go, under the
- * senders' locks and with a fresh snapshot (see the top of this file).
+ * The state of each group, read from the messages with a snapshot taken
+ * now (so after the caller's locks; it shows this transaction's own
+ * changes too).  The head is the first message left; the group can
+ * deliver next when its head turns visible, or when the leases it has in
+ * flight end.  In-flight messages are those of the group's last receive
+ * (a group in flight gives nothing to others), so they lie between the
+ * head and the last id that receive leased (leased_upto, on the group's
+ * row): only that stretch is read, however long the group.  This is the
+ * work of QP_GROUP_SETTLE's rc, done by direct index scans: a statement
+ * costs far more than the few index entries it reads here.
+ */
+static void
+read_group_states(QueueMeta *q, int ngroups, Datum *groups, GroupHead *st)
+{
+	Relation	msgs = table_open(q->relid, AccessShareLock);
+	Relation	msg_idx = index_open(q->msg_group_idx, AccessShareLock);
+	Relation	grel = table_open(q->group_relid, AccessShareLock);
+	Relation	gidx = index_open(q->group_pkey, AccessShareLock);
+	TupleTableSlot *mslot = table_slot_create(msgs, NULL);
+	TupleTableSlot *gslot = table_slot_create(grel, NULL);
+	Snapshot	snap = RegisterSnapshot(GetLatestSnapshot());
+	TimestampTz now = GetCurrentTimestamp();
+
+	for (int i = 0; i < ngroups; i++)
+	{
+		IndexScanDesc scan;
+		int64		leased_upto = 0;
+		TimestampTz lease = DT_NOBEGIN;
+		bool		isnull;
+
+		scan = group_scan(grel, gidx, snap, groups[i]);
+		if (index_getnext_slot(scan, ForwardScanDirection, gslot))
+		{
+			Datum		d = slot_getattr(gslot, GCOL_LEASED_UPTO, &isnull);
+
+			if (!isnull)
+				leased_upto = DatumGetInt64(d);
+		}
+		index_endscan(scan);
+
+		st[i].empty = true;
+		scan = group_scan(msgs, msg_idx, snap, groups[i]);
+		while (index_getnext_slot(scan, ForwardScanDirection, mslot))
+		{
+			int64		id = DatumGetInt64(slot_getattr(mslot, QCOL_MESSAGE_ID, &isnull));
+			TimestampTz vis = DatumGetTimestampTz(slot_getattr(mslot, QCOL_VISIBLE_AT, &isnull));
+
+			if (st[i].empty)
+			{
+				st[i].empty = false;
+				st[i].head = id;
+				st[i].available_at = vis;
+			}
+			if (id > leased_upto)
+				break;
+			if (DatumGetInt32(slot_getattr(mslot, QCOL_RECEIVE_COUNT, &isnull)) > 0 &&
+				vis > now && vis > lease)
+				lease = vis;
+		}
+		index_endscan(scan);
+		if (!st[i].empty && lease > st[i].available_at)
+			st[i].available_at = lease;
+	}
+
+	UnregisterSnapshot(snap);
+	ExecDropSingleTupleTableSlot(gslot);
+	ExecDropSingleTupleTableSlot(mslot);
+	index_close(gidx, AccessShareLock);
+	table_close(grel, AccessShareLock);
+	index_close(msg_idx, AccessShareLock);
+	table_close(msgs, AccessShareLock);
+}
+
+/* Write what read_group_states found: new heads, and rows that go. */
+static void
+write_group_states(QueueMeta *q, int ngroups, Datum *groups, GroupHead *st)
+{
+	Datum	   *set_groups = palloc(ngroups * sizeof(Datum));
+	int64	   *heads = palloc(ngroups * sizeof(int64));
+	Datum	   *avail = palloc(ngroups * sizeof(Datum));
+	Datum	   *drop = palloc(ngroups * sizeof(Datum));
+	int			nset = 0;
+	int			ndrop = 0;
+	Datum		args[3];
+	int			rc;
+
+	for (int i = 0; i < ngroups; i++)
+	{
+		if (st[i].empty)
+			drop[ndrop++] = groups[i];
+		else
+		{
+			set_groups[nset] = groups[i];
+			heads[nset] = st[i].head;
+			avail[nset] = TimestampTzGetDatum(st[i].available_at);
+			nset++;
+		}
+	}
+	if (nset > 0)
+	{
+		args[0] = queue_text_array(nset, set_groups, NULL);
+		args[1] = queue_int8_array(nset, heads);
+		args[2] = PointerGetDatum(construct_array(avail, nset, TIMESTAMPTZOID, 8,
+												  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		rc = SPI_execute_plan(queue_plan(q, QP_GROUP_SET), args, NULL, false, 0);
+		if (rc != SPI_OK_UPDATE)
+			elog(ERROR, "refreshing message groups failed: %s", SPI_result_code_string(rc));
+	}
+	if (ndrop > 0)
+	{
+		args[0] = queue_text_array(ndrop, drop, NULL);
+		rc = SPI_execute_plan(queue_plan(q, QP_GROUP_DROP), args, NULL, false, 0);
+		if (rc != SPI_OK_DELETE)
+			elog(ERROR, "dropping message groups failed: %s", SPI_result_code_string(rc));
+	}
+}
+
+/*
+ * Recompute the scheduling rows of groups (sorted, unique) whose messages
+ * changed; the caller holds the rows' locks.  Rows of groups left empty
+ * go, under the senders' locks and seen with a snapshot taken after them
+ * (see the top of this file): the locks of the groups that did empty are
+ * kept until commit, the others' given back at once.
  */
 void
 queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups)
 {
-	Datum		args[2];
-	Datum	   *groups_left;
-	bool	   *keep;
-	int			rc;
+	GroupHead *st;
+	Datum	   *empty;
+	int			nempty = 0;
 
 	if (ngroups == 0)
 		return;
-	args[0] = queue_text_array(ngroups, groups, NULL);
-	args[1] = TimestampTzGetDatum(GetCurrentTimestamp());
+	fifo_relations(q);
+	st = palloc(ngroups * sizeof(GroupHead));
+	read_group_states(q, ngroups, groups, st);
 
-	/*
-	 * Usually nobody is sending to these groups right now: then, holding
-	 * their senders' locks, one statement settles them all, and the locks
-	 * of the groups left non-empty go back at once (those of groups emptied
-	 * are kept until commit, as below).
-	 */
-	keep = palloc(ngroups * sizeof(bool));
-	if (sender_locks(q->id, ngroups, groups, false, keep) == ngroups)
-	{
-		int			nleft = settle_groups(q, args, &groups_left);
-
-		/* keep the locks of the groups emptied: those not left */
-		for (int i = 0; i < ngroups; i++)
-		{
-			keep[i] = true;
-			for (int k = 0; k < nleft && keep[i]; k++)
-				keep[i] = text_cmp(&groups[i], &groups_left[k]) != 0;
-		}
-		release_sender_locks(q->id, ngroups, groups, keep);
-		return;
-	}
-	/* Someone is sending: give back what we got, keep what we did not. */
+	empty = palloc(ngroups * sizeof(Datum));
 	for (int i = 0; i < ngroups; i++)
-		keep[i] = !keep[i];
-	release_sender_locks(q->id, ngroups, groups, keep);
-
-	rc = SPI_execute_plan(queue_plan(q, QP_GROUP_REFRESH), args, NULL, false, 0);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "refreshing message groups failed: %s", SPI_result_code_string(rc));
+		if (st[i].empty)
+			empty[nempty++] = groups[i];
+	if (nempty > 0)
 	{
-		Datum	   *empty;
-		int			nempty = queue_spi_groups(1, &empty);
+		GroupHead *again = palloc(nempty * sizeof(GroupHead));
+		bool	   *keep = palloc(nempty * sizeof(bool));
 
-		if (nempty == 0)
-			return;
 		queue_fifo_lock_senders(q, nempty, empty);
-		args[0] = queue_text_array(nempty, empty, NULL);
-		(void) settle_groups(q, args, &groups_left);
+		read_group_states(q, nempty, empty, again);
+		for (int k = 0; k < nempty; k++)
+			keep[k] = again[k].empty;
+		release_sender_locks(q->id, nempty, empty, keep);
+		for (int i = 0, k = 0; i < ngroups; i++)
+			if (st[i].empty)
+				st[i] = again[k++];
 	}
+	write_group_states(q, ngroups, groups, st);
 }
 
 /*

@@ -243,42 +243,46 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	},
 
 	/*
-	 * Recompute the scheduling row of groups whose messages changed, under
-	 * their row locks: the head (first message left) and when the group can
-	 * deliver next: its head's visible_at, or the end of the leases it has
-	 * in flight.  In flight messages are those of the group's last receive
-	 * (a group in flight gives nothing to others), so they lie between the
-	 * head and the last id that receive leased (leased_upto): only that
-	 * stretch of the group is read, however long the group.  Groups found
-	 * empty are returned, not changed:
-	 * QP_GROUP_SETTLE decides on them.
+	 * What queue_fifo_refresh_groups (fifo.c) found, read from the
+	 * messages in C: the new head and next delivery time of groups left
+	 * non-empty, and the groups left empty.
 	 */
-#define GROUP_HEADS \
-	"WITH rc AS (" \
-	"  SELECT gg.gid, h.message_id AS head, h.visible_at AS head_vis," \
-	"   (SELECT max(m.visible_at) FROM {q} m WHERE m.message_group_id = gg.gid" \
-	"     AND m.message_id <= (SELECT x.leased_upto FROM {g} x" \
-	"                          WHERE x.message_group_id = gg.gid)" \
-	"     AND m.receive_count > 0 AND m.visible_at > $2) AS lease" \
-	"  FROM unnest($1) AS gg(gid)" \
-	"  LEFT JOIN LATERAL (SELECT m.message_id, m.visible_at FROM {q} m" \
-	"   WHERE m.message_group_id = gg.gid ORDER BY m.message_id LIMIT 1) h ON true)," \
-	" gu AS (UPDATE {g} g SET head_seq = rc.head," \
-	"  available_at = greatest(rc.head_vis, rc.lease) FROM rc" \
-	"  WHERE g.message_group_id = rc.gid AND rc.head IS NOT NULL RETURNING 1)"
-	[QP_GROUP_REFRESH] = {
-		GROUP_HEADS
-		" SELECT rc.gid FROM rc WHERE rc.head IS NULL",
-		2, {TEXTARRAYOID, TIMESTAMPTZOID}
+	[QP_GROUP_SET] = {
+		"UPDATE {g} g SET head_seq = u.head, available_at = u.available_at"
+		" FROM unnest($1, $2, $3) AS u(gid, head, available_at)"
+		" WHERE g.message_group_id = u.gid",
+		3, {TEXTARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID}
+	},
+	[QP_GROUP_DROP] = {
+		"DELETE FROM {g} WHERE message_group_id = ANY ($1)",
+		1, {TEXTARRAYOID}
 	},
 
 	/*
-	 * The same under the groups' senders' locks and run with the latest
-	 * snapshot: the row of a group still empty goes; one that a sender
-	 * filled meanwhile gets its head.  Returns the groups left non-empty.
+	 * The worker's form of the above, in one statement: recompute the
+	 * scheduling row of groups whose messages changed, under their row
+	 * locks and their senders' locks, with the latest snapshot.  The head
+	 * is the first message left; the group can deliver next when its head
+	 * turns visible, or when the leases it has in flight end.  In flight
+	 * messages are those of the group's last receive (a group in flight
+	 * gives nothing to others), so they lie between the head and the last
+	 * id that receive leased (leased_upto): only that stretch of the group
+	 * is read, however long the group.  The row of a group left empty
+	 * goes.  Returns the groups left non-empty.
 	 */
 	[QP_GROUP_SETTLE] = {
-		GROUP_HEADS ","
+		"WITH rc AS ("
+		"  SELECT gg.gid, h.message_id AS head, h.visible_at AS head_vis,"
+		"   (SELECT max(m.visible_at) FROM {q} m WHERE m.message_group_id = gg.gid"
+		"     AND m.message_id <= (SELECT x.leased_upto FROM {g} x"
+		"                          WHERE x.message_group_id = gg.gid)"
+		"     AND m.receive_count > 0 AND m.visible_at > $2) AS lease"
+		"  FROM unnest($1) AS gg(gid)"
+		"  LEFT JOIN LATERAL (SELECT m.message_id, m.visible_at FROM {q} m"
+		"   WHERE m.message_group_id = gg.gid ORDER BY m.message_id LIMIT 1) h ON true),"
+		" gu AS (UPDATE {g} g SET head_seq = rc.head,"
+		"  available_at = greatest(rc.head_vis, rc.lease) FROM rc"
+		"  WHERE g.message_group_id = rc.gid AND rc.head IS NOT NULL RETURNING 1),"
 		" gd AS (DELETE FROM {g} g USING rc"
 		"  WHERE g.message_group_id = rc.gid AND rc.head IS NULL)"
 		" SELECT rc.gid FROM rc WHERE rc.head IS NOT NULL",

@@ -47,8 +47,9 @@ typedef enum QueuePlanKind
 	QP_DEDUP_ORIGINALS,
 	QP_GROUP_ADD,
 	QP_GROUP_ADD_MOVED,
-	QP_GROUP_REFRESH,
-	QP_GROUP_SETTLE,
+	QP_GROUP_SET,				/* new heads of groups (fifo.c) */
+	QP_GROUP_DROP,				/* rows of groups found empty */
+	QP_GROUP_SETTLE,			/* the worker's: heads from the messages */
 	QP_FIFO_RECEIVE,
 	QP_ATTEMPT_GET,
 	QP_ATTEMPT_MSGS,
@@ -95,6 +96,10 @@ typedef struct QueueMeta
 	int			ngrants[QPRIV_NUM];
 	Oid		   *grants[QPRIV_NUM];	/* roles granted each (0: PUBLIC) */
 	SPIPlanPtr	plans[QP_NUM_PLANS];
+	/* FIFO queues, looked up when first needed (fifo.c) */
+	Oid			group_relid;	/* queue_data.g<id> */
+	Oid			group_pkey;		/* its primary key */
+	Oid			msg_group_idx;	/* q<id>_group: (message_group_id, message_id) */
 } QueueMeta;
 
 /* acl.c */
