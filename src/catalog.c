@@ -208,6 +208,7 @@ load_entry(CacheEntry *e, text *name)
 	e->meta.group_relid = InvalidOid;
 	e->meta.group_pkey = InvalidOid;
 	e->meta.msg_group_idx = InvalidOid;
+	e->meta.msg_pkey = InvalidOid;
 	for (int p = 0; p < QPRIV_NUM; p++)
 	{
 		ArrayType  *arr = DatumGetArrayTypeP(SPI_getbinval(tup, desc, 16 + p, &isnull));

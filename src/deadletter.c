@@ -76,7 +76,7 @@ queue_dead_letter(QueueMeta *q, int n, const int64 *ids, Datum *groups)
 
 	/* A moved message may be the new head of its dead-letter group. */
 	if (dlq->fifo)
-		queue_fifo_add_groups(dlq, ngroups, ugroups, true);
+		queue_fifo_add_moved_groups(dlq, ngroups, ugroups);
 	/* And the source groups lost their heads. */
 	if (q->fifo)
 		queue_fifo_refresh_groups(q, ngroups, ugroups);
@@ -226,7 +226,7 @@ redrive_to(QueueMeta *dlq, QueueMeta *dest, int n, int64 *ids, Datum *groups)
 		elog(ERROR, "redrive failed: %s", SPI_result_code_string(rc));
 	moved = SPI_processed;
 	if (dest->fifo)
-		queue_fifo_add_groups(dest, ngroups, ugroups, true);
+		queue_fifo_add_moved_groups(dest, ngroups, ugroups);
 	queue_note_wakeup(dest->id);
 	return moved;
 }

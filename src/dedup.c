@@ -120,9 +120,19 @@ queue_dedup_claim(QueueMeta *q, int n, Datum *scope_keys, Datum *dedup_ids,
 
 	args[0] = TimestampTzGetDatum(now);
 	args[1] = TimestampTzGetDatum(now - q->dedup_window);
-	args[2] = queue_text_array(nclaim, ck, NULL);
-	args[3] = queue_text_array(nclaim, cd, NULL);
-	rc = SPI_execute_plan(queue_plan(q, QP_DEDUP_CLAIM), args, NULL, false, 0);
+	if (nclaim == 1)
+	{
+		/* the usual send of one message: no arrays */
+		args[2] = ck[0];
+		args[3] = cd[0];
+		rc = SPI_execute_plan(queue_plan(q, QP_DEDUP_CLAIM_ONE), args, NULL, false, 0);
+	}
+	else
+	{
+		args[2] = queue_text_array(nclaim, ck, NULL);
+		args[3] = queue_text_array(nclaim, cd, NULL);
+		rc = SPI_execute_plan(queue_plan(q, QP_DEDUP_CLAIM), args, NULL, false, 0);
+	}
 	if (rc != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "deduplication claim failed: %s", SPI_result_code_string(rc));
 	take_ids(n, first, scope_keys, dedup_ids, message_ids);

@@ -107,7 +107,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 */
 	[QP_DELETE_BATCH] = {
 		"DELETE FROM {q} WHERE message_id = ANY ($1) AND receipt = ANY ($2)"
-		" RETURNING message_id, receipt",
+		" RETURNING message_id, receipt, message_group_id",
 		2, {INT8ARRAYOID, INT8ARRAYOID}
 	},
 	[QP_CHANGE_VIS] = {
@@ -117,36 +117,10 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	[QP_CHANGE_VIS_BATCH] = {
 		"UPDATE {q} SET visible_at = $3"
 		" WHERE message_id = ANY ($1) AND receipt = ANY ($2)"
-		" RETURNING message_id, receipt",
+		" RETURNING message_id, receipt, message_group_id",
 		3, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}
 	},
 
-	/*
-	 * The same on a FIFO queue: first lock the rows of the messages' groups
-	 * in group order (the one-time filter runs l before the scan), so the
-	 * change and the refresh that follows happen under them.  The group of
-	 * each row acted on comes back, for that refresh.
-	 */
-#define FIFO_SETTLE_LOCK \
-	"WITH l AS MATERIALIZED (SELECT g.message_group_id FROM {g} g" \
-	"  WHERE g.message_group_id IN" \
-	"   (SELECT m.message_group_id FROM {q} m WHERE m.message_id = ANY ($1))" \
-	"  ORDER BY 1 FOR UPDATE OF g) "
-	[QP_FIFO_DELETE_BATCH] = {
-		FIFO_SETTLE_LOCK
-		"DELETE FROM {q} WHERE message_id = ANY ($1) AND receipt = ANY ($2)"
-		" AND (SELECT count(*) FROM l) >= 0"
-		" RETURNING message_id, receipt, message_group_id",
-		2, {INT8ARRAYOID, INT8ARRAYOID}
-	},
-	[QP_FIFO_CHANGE_VIS_BATCH] = {
-		FIFO_SETTLE_LOCK
-		"UPDATE {q} SET visible_at = $3"
-		" WHERE message_id = ANY ($1) AND receipt = ANY ($2)"
-		" AND (SELECT count(*) FROM l) >= 0"
-		" RETURNING message_id, receipt, message_group_id",
-		3, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}
-	},
 	[QP_RECEIPTS_OF] = {
 		"SELECT message_id, receipt FROM {q} WHERE message_id = ANY ($1)",
 		1, {INT8ARRAYOID}
@@ -171,23 +145,15 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, BOOLOID}
 	},
 
-	/*
-	 * A FIFO send under READ COMMITTED: the same, and in the same statement
-	 * the rows of groups that had none (QP_GROUP_ADD), headed by their first
-	 * message sent here.  The statement's snapshot is taken after the
-	 * senders' locks, so it shows every row a sender made before.
-	 */
-	[QP_SEND_FIFO] = {
-		"WITH ins AS (" SEND_ROWS " RETURNING message_id, message_group_id, visible_at),"
-		" grp AS (INSERT INTO {g} (message_group_id, head_seq, available_at)"
-		"  SELECT DISTINCT ON (i.message_group_id) i.message_group_id, i.message_id, i.visible_at"
-		"  FROM ins i WHERE NOT EXISTS"
-		"   (SELECT FROM {g} x WHERE x.message_group_id = i.message_group_id)"
-		"  ORDER BY i.message_group_id, i.message_id"
-		"  ON CONFLICT (message_group_id) DO NOTHING)"
-		" SELECT message_id FROM ins",
-		8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8ARRAYOID, TEXTARRAYOID,
-		TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, BOOLOID}
+	/* The same for one message, without arrays. */
+	[QP_SEND_ONE] = {
+		"INSERT INTO {q} (message_id, sequence_number, visible_at, sent_at,"
+		" message_group_id, deduplication_id, attributes, body)"
+		" SELECT x.id, CASE WHEN $8 THEN x.id END, $1, $2, $5, $6, $7, $4"
+		" FROM (SELECT coalesce($3, nextval('queue_data.message_id_seq')) AS id) x"
+		" RETURNING message_id",
+		8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TEXTOID, TEXTOID, TEXTOID,
+		JSONBOID, BOOLOID}
 	},
 
 	/*
@@ -206,6 +172,15 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" RETURNING scope_key, deduplication_id, message_id",
 		4, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTARRAYOID, TEXTARRAYOID}
 	},
+	[QP_DEDUP_CLAIM_ONE] = {
+		"INSERT INTO {d} AS d (scope_key, deduplication_id, message_id, accepted_at)"
+		" VALUES ($3, $4, nextval('queue_data.message_id_seq'), $1)"
+		" ON CONFLICT (scope_key, deduplication_id) DO UPDATE"
+		" SET message_id = excluded.message_id, accepted_at = excluded.accepted_at"
+		" WHERE d.accepted_at <= $2"
+		" RETURNING scope_key, deduplication_id, message_id",
+		4, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID}
+	},
 	[QP_DEDUP_ORIGINALS] = {
 		"SELECT d.scope_key, d.deduplication_id, d.message_id FROM {d} d"
 		" JOIN unnest($1, $2) AS u(k, i)"
@@ -214,31 +189,37 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	},
 
 	/*
-	 * FIFO groups (see fifo.c).  After a send, under the senders' locks and
-	 * with the latest snapshot: a group without a row gets one, headed by
-	 * its first message.  A row that exists is not touched, not even by ON
-	 * CONFLICT (which would wait for a receiver or deleter updating it):
-	 * NOT EXISTS sees it first.
+	 * Rows of groups a send found without one (send.c), headed by the
+	 * first message it put there.
 	 */
-#define GROUP_FIRST \
-	"WITH h AS (SELECT gg.gid, f.message_id, f.visible_at FROM unnest($1) AS gg(gid)" \
-	" CROSS JOIN LATERAL (SELECT m.message_id, m.visible_at FROM {q} m" \
-	"  WHERE m.message_group_id = gg.gid ORDER BY m.message_id LIMIT 1) f)"
-#define GROUP_INSERT \
-	" INSERT INTO {g} (message_group_id, head_seq, available_at)" \
-	" SELECT h.gid, h.message_id, h.visible_at FROM h" \
-	" WHERE NOT EXISTS (SELECT FROM {g} x WHERE x.message_group_id = h.gid)" \
-	" ON CONFLICT (message_group_id) DO NOTHING"
-	[QP_GROUP_ADD] = {
-		GROUP_FIRST GROUP_INSERT,
-		1, {TEXTARRAYOID}
+	[QP_GROUP_NEW] = {
+		"INSERT INTO {g} (message_group_id, head_seq, available_at)"
+		" SELECT * FROM unnest($1, $2, $3)",
+		3, {TEXTARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID}
 	},
-	/* After a move in: moved messages keep their ids, so one may head. */
+	[QP_GROUP_NEW_ONE] = {
+		"INSERT INTO {g} (message_group_id, head_seq, available_at) VALUES ($1, $2, $3)",
+		3, {TEXTOID, INT8OID, TIMESTAMPTZOID}
+	},
+	/*
+	 * After messages were moved into FIFO groups (a dead-letter move or a
+	 * redrive), under the groups' senders' locks and with the latest
+	 * snapshot: a group without a row gets one, headed by its first
+	 * message; moved messages keep their ids, so one may come before the
+	 * head of a group that has a row, and the row is updated to say so.
+	 * NOT EXISTS sees a row first, so ON CONFLICT (which would wait for a
+	 * receiver or deleter updating it) is only a guard.
+	 */
 	[QP_GROUP_ADD_MOVED] = {
-		GROUP_FIRST ","
+		"WITH h AS (SELECT gg.gid, f.message_id, f.visible_at FROM unnest($1) AS gg(gid)"
+		"  CROSS JOIN LATERAL (SELECT m.message_id, m.visible_at FROM {q} m"
+		"   WHERE m.message_group_id = gg.gid ORDER BY m.message_id LIMIT 1) f),"
 		" u AS (UPDATE {g} g SET head_seq = h.message_id FROM h"
 		"  WHERE g.message_group_id = h.gid AND h.message_id < g.head_seq)"
-		GROUP_INSERT,
+		" INSERT INTO {g} (message_group_id, head_seq, available_at)"
+		" SELECT h.gid, h.message_id, h.visible_at FROM h"
+		" WHERE NOT EXISTS (SELECT FROM {g} x WHERE x.message_group_id = h.gid)"
+		" ON CONFLICT (message_group_id) DO NOTHING",
 		1, {TEXTARRAYOID}
 	},
 
@@ -252,6 +233,10 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" FROM unnest($1, $2, $3) AS u(gid, head, available_at)"
 		" WHERE g.message_group_id = u.gid",
 		3, {TEXTARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID}
+	},
+	[QP_GROUP_SET_ONE] = {
+		"UPDATE {g} SET head_seq = $2, available_at = $3 WHERE message_group_id = $1",
+		3, {TEXTOID, INT8OID, TIMESTAMPTZOID}
 	},
 	[QP_GROUP_DROP] = {
 		"DELETE FROM {g} WHERE message_group_id = ANY ($1)",

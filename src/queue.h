@@ -34,20 +34,21 @@ typedef enum QueuePlanKind
 	QP_DELETE_BATCH,
 	QP_CHANGE_VIS,
 	QP_CHANGE_VIS_BATCH,
-	QP_FIFO_DELETE_BATCH,		/* ... locking the groups first */
-	QP_FIFO_CHANGE_VIS_BATCH,
 	QP_RECEIPTS_OF,				/* current receipts of some message ids */
 	QP_PEEK,
 	QP_PEEK_FIFO,
 	QP_NEXT_VISIBLE,		/* long poll: when the next message turns visible */
 	QP_NEXT_AVAILABLE_FIFO,
 	QP_SEND_GENERAL,			/* batch, dedup and FIFO sends */
-	QP_SEND_FIFO,				/* ... FIFO ones in READ COMMITTED */
+	QP_SEND_ONE,				/* ... QP_SEND_GENERAL of one message */
 	QP_DEDUP_CLAIM,
+	QP_DEDUP_CLAIM_ONE,
 	QP_DEDUP_ORIGINALS,
-	QP_GROUP_ADD,
+	QP_GROUP_NEW,				/* rows of groups a send starts */
+	QP_GROUP_NEW_ONE,
 	QP_GROUP_ADD_MOVED,
 	QP_GROUP_SET,				/* new heads of groups (fifo.c) */
+	QP_GROUP_SET_ONE,
 	QP_GROUP_DROP,				/* rows of groups found empty */
 	QP_GROUP_SETTLE,			/* the worker's: heads from the messages */
 	QP_FIFO_RECEIVE,
@@ -100,6 +101,7 @@ typedef struct QueueMeta
 	Oid			group_relid;	/* queue_data.g<id> */
 	Oid			group_pkey;		/* its primary key */
 	Oid			msg_group_idx;	/* q<id>_group: (message_group_id, message_id) */
+	Oid			msg_pkey;		/* q<id>_pkey */
 } QueueMeta;
 
 /* acl.c */
@@ -150,9 +152,14 @@ extern void queue_receive_ends(void);
 /* fifo.c */
 extern void queue_fifo_lock_senders(QueueMeta *q, int ngroups, Datum *groups);
 extern int	queue_fifo_try_lock_senders(int64 queue_id, int ngroups, Datum *groups);
-extern void queue_fifo_add_groups(QueueMeta *q, int ngroups, Datum *groups,
-								  bool moved);
+extern void queue_fifo_add_moved_groups(QueueMeta *q, int ngroups, Datum *groups);
+extern void queue_fifo_lock_groups_of(QueueMeta *q, int n, const int64 *ids);
+extern int	queue_fifo_missing_groups(QueueMeta *q, int ngroups, Datum *groups,
+									  bool *missing);
+extern void queue_fifo_new_groups(QueueMeta *q, int ngroups, Datum *groups,
+								  const int64 *heads, TimestampTz available_at);
 extern void queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups);
+extern int	queue_text_cmp(const void *a, const void *b);
 extern int	queue_sort_unique_texts(Datum *vals, int n);
 extern int	queue_spi_groups(int col, Datum **groups);
 

@@ -136,7 +136,8 @@ send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
 	bool	   *dup = palloc0(n * sizeof(bool));
 	Datum	   *groups = NULL;
 	int			ngroups = 0;
-	bool		one_statement = q->fifo && !IsolationUsesXactSnapshot();
+	bool	   *missing = NULL;
+	int			nmissing = 0;
 	int			ndedup = 0;
 	int			nins = 0;
 	int			ndup = 0;
@@ -155,6 +156,8 @@ send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
 			groups[i] = b->groups[i];
 		ngroups = queue_sort_unique_texts(groups, n);
 		queue_fifo_lock_senders(q, ngroups, groups);
+		missing = palloc(ngroups * sizeof(bool));
+		nmissing = queue_fifo_missing_groups(q, ngroups, groups, missing);
 	}
 
 	/* The clock is read after the locks: a send is stamped when it can go. */
@@ -203,6 +206,7 @@ send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
 		bool	   *iattrn = palloc(n * sizeof(bool));
 		int			dims[1];
 		int			lbs[1] = {1};
+		bool		isnull;
 
 		for (int i = 0; i < n; i++)
 		{
@@ -219,7 +223,30 @@ send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
 			iattrn[nins] = b->attr_nulls[i];
 			nins++;
 		}
-		if (nins > 0)
+		if (nins == 1)
+		{
+			/* the usual send of one message: no arrays */
+			args[0] = TimestampTzGetDatum(now + delay);
+			args[1] = TimestampTzGetDatum(now);
+			args[2] = Int64GetDatum(iid[0]);
+			nulls[2] = iidn[0] ? 'n' : ' ';
+			args[3] = ibody[0];
+			args[4] = igrp[0];
+			nulls[4] = igrpn[0] ? 'n' : ' ';
+			args[5] = idd[0];
+			nulls[5] = iddn[0] ? 'n' : ' ';
+			args[6] = iattr[0];
+			nulls[6] = iattrn[0] ? 'n' : ' ';
+			args[7] = BoolGetDatum(q->fifo);
+			rc = SPI_execute_plan(queue_plan(q, QP_SEND_ONE), args, nulls, false, 0);
+			if (rc != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
+				elog(ERROR, "queue send failed: %s", SPI_result_code_string(rc));
+			for (int i = 0; i < n; i++)
+				if (!dup[i])
+					ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+														 SPI_tuptable->tupdesc, 1, &isnull));
+		}
+		else if (nins > 0)
 		{
 			dims[0] = nins;
 			args[0] = TimestampTzGetDatum(now + delay);
@@ -232,16 +259,12 @@ send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
 			args[6] = PointerGetDatum(construct_md_array(iattr, iattrn, 1, dims, lbs, JSONBOID,
 														 -1, false, TYPALIGN_INT));
 			args[7] = BoolGetDatum(q->fifo);
-			rc = SPI_execute_plan(queue_plan(q, one_statement ? QP_SEND_FIFO : QP_SEND_GENERAL),
-								  args, nulls, false, 0);
-			if ((rc != SPI_OK_INSERT_RETURNING && rc != SPI_OK_SELECT) ||
-				SPI_processed != (uint64) nins)
+			rc = SPI_execute_plan(queue_plan(q, QP_SEND_GENERAL), args, nulls, false, 0);
+			if (rc != SPI_OK_INSERT_RETURNING || SPI_processed != (uint64) nins)
 				elog(ERROR, "queue send failed: %s", SPI_result_code_string(rc));
 			nins = 0;
 			for (int i = 0; i < n; i++)
 			{
-				bool		isnull;
-
 				if (dup[i])
 					continue;
 				ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[nins],
@@ -252,13 +275,36 @@ send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
 	}
 
 	/*
-	 * Groups that had no row get one now that their messages are in: done
-	 * by the insert itself in READ COMMITTED; in REPEATABLE READ or
-	 * SERIALIZABLE the transaction's snapshot may predate a row another
-	 * sender made, so a statement with the latest snapshot does it.
+	 * Groups that had no row get one now that their messages are in,
+	 * headed by the first of them (ids follow call order).
 	 */
-	if (q->fifo && nins > 0 && !one_statement)
-		queue_fifo_add_groups(q, ngroups, groups, false);
+	if (nmissing > 0 && nins > 0)
+	{
+		Datum	   *new_groups = palloc(nmissing * sizeof(Datum));
+		int64	   *heads = palloc0(ngroups * sizeof(int64));
+		int			nnew = 0;
+
+		for (int i = 0; i < n; i++)
+		{
+			Datum	   *g;
+			int			k;
+
+			if (dup[i])
+				continue;
+			g = bsearch(&b->groups[i], groups, ngroups, sizeof(Datum), queue_text_cmp);
+			k = g - groups;
+			if (missing[k] && (heads[k] == 0 || ids[i] < heads[k]))
+				heads[k] = ids[i];
+		}
+		for (int k = 0; k < ngroups; k++)
+			if (missing[k] && heads[k] != 0)
+			{
+				new_groups[nnew] = groups[k];
+				heads[nnew] = heads[k];
+				nnew++;
+			}
+		queue_fifo_new_groups(q, nnew, new_groups, heads, now + delay);
+	}
 
 	for (int i = 0; i < n; i++)
 	{

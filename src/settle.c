@@ -154,9 +154,9 @@ settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b, Datum extra)
 	Datum	   *groups = NULL;
 	int			ngroups = 0;
 
-	/* On a FIFO queue the statement locks the groups first (plans.c). */
+	/* On a FIFO queue the groups are locked first (fifo.c). */
 	if (q->fifo)
-		kind = (kind == QP_DELETE_BATCH) ? QP_FIFO_DELETE_BATCH : QP_FIFO_CHANGE_VIS_BATCH;
+		queue_fifo_lock_groups_of(q, b->n, b->ids);
 
 	args[0] = queue_int8_array(b->n, b->ids);
 	args[1] = queue_int8_array(b->n, (int64 *) b->nonces);
@@ -165,7 +165,7 @@ settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b, Datum extra)
 	if (rc != SPI_OK_DELETE_RETURNING && rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "queue batch failed: %s", SPI_result_code_string(rc));
 	ndone = (int) SPI_processed;
-	mark_done(b, kind == QP_DELETE_BATCH || kind == QP_FIFO_DELETE_BATCH);
+	mark_done(b, kind == QP_DELETE_BATCH);
 	if (q->fifo)
 	{
 		/* The groups acted on (column 3), for the refresh below. */
