@@ -47,7 +47,7 @@ typedef enum QueuePlanKind
 	QP_GROUP_NEW,				/* rows of groups a send starts */
 	QP_GROUP_NEW_ONE,
 	QP_GROUP_ADD_MOVED,
-	QP_GROUP_SET,				/* new heads of groups (fifo.c) */
+	QP_GROUP_SET,				/* new heads of groups (group_rows.c) */
 	QP_GROUP_SET_ONE,
 	QP_GROUP_DROP,				/* rows of groups found empty */
 	QP_GROUP_SETTLE,			/* the worker's: heads from the messages */
@@ -97,7 +97,7 @@ typedef struct QueueMeta
 	int			ngrants[QPRIV_NUM];
 	Oid		   *grants[QPRIV_NUM];	/* roles granted each (0: PUBLIC) */
 	SPIPlanPtr	plans[QP_NUM_PLANS];
-	/* FIFO queues, looked up when first needed (fifo.c) */
+	/* FIFO queues, looked up when first needed (group_rows.c) */
 	Oid			group_relid;	/* queue_data.g<id> */
 	Oid			group_pkey;		/* its primary key */
 	Oid			msg_group_idx;	/* q<id>_group: (message_group_id, message_id) */
@@ -151,17 +151,21 @@ extern void queue_receive_ends(void);
 
 /* fifo.c */
 extern void queue_fifo_lock_senders(QueueMeta *q, int ngroups, Datum *groups);
+extern void queue_fifo_unlock_senders(int64 queue_id, int ngroups, Datum *groups,
+									  const bool *keep);
 extern int	queue_fifo_try_lock_senders(int64 queue_id, int ngroups, Datum *groups);
 extern void queue_fifo_add_moved_groups(QueueMeta *q, int ngroups, Datum *groups);
+extern int	queue_text_cmp(const void *a, const void *b);
+extern int	queue_sort_unique_texts(Datum *vals, int n);
+extern int	queue_spi_groups(int col, Datum **groups);
+
+/* group_rows.c */
 extern void queue_fifo_lock_groups_of(QueueMeta *q, int n, const int64 *ids);
 extern int	queue_fifo_missing_groups(QueueMeta *q, int ngroups, Datum *groups,
 									  bool *missing);
 extern void queue_fifo_new_groups(QueueMeta *q, int ngroups, Datum *groups,
-								  const int64 *heads, TimestampTz available_at);
+								  int64 *heads, TimestampTz available_at);
 extern void queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups);
-extern int	queue_text_cmp(const void *a, const void *b);
-extern int	queue_sort_unique_texts(Datum *vals, int n);
-extern int	queue_spi_groups(int col, Datum **groups);
 
 /* receipt.c */
 extern uint64 queue_receipt_nonce(void);
