@@ -324,8 +324,8 @@ lock_group_rows(QueueMeta *q, int ngroups, Datum *groups)
 
 /*
  * Before a delete or visibility change of messages by id: lock the rows
- * of their groups (those of the messages still there), as the top of this
- * file says they must be.  By direct index scans and row locks, not by a
+ * of their groups (those of the messages still there), as the top of
+ * fifo.c says they must be.  By direct index scans and row locks, not by a
  * statement: this runs before every FIFO delete, and a statement to find
  * a few rows costs several times what reading them does.
  */
@@ -408,7 +408,7 @@ queue_fifo_new_groups(QueueMeta *q, int ngroups, Datum *groups,
  * Recompute the scheduling rows of groups (sorted, unique) whose messages
  * changed; the caller holds the rows' locks.  Rows of groups left empty
  * go, under the senders' locks and seen with a snapshot taken after them
- * (see the top of this file): the locks of the groups that did empty are
+ * (see the top of fifo.c): the locks of the groups that did empty are
  * kept until commit, the others' given back at once.
  */
 void
