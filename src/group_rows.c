@@ -156,9 +156,9 @@ fetch_by_key(IndexedRel *r, Snapshot snap, Datum key, bool is_group)
  * flight end.  In-flight messages are those of the group's last receive
  * (a group in flight gives nothing to others), so they lie between the
  * head and the last id that receive leased (leased_upto, on the group's
- * row): only that stretch is read, however long the group.  This is the
- * work of QP_GROUP_SETTLE's rc, done by direct index scans: a statement
- * costs far more than the few index entries it reads here.
+ * row): only that stretch is read, however long the group.  Read by
+ * direct index scans: a statement costs far more than the few index
+ * entries it reads here.
  */
 static void
 read_group_states(QueueMeta *q, int ngroups, Datum *groups, GroupHead *st)

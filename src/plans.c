@@ -244,37 +244,6 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	},
 
 	/*
-	 * The worker's form of the above, in one statement: recompute the
-	 * scheduling row of groups whose messages changed, under their row
-	 * locks and their senders' locks, with the latest snapshot.  The head
-	 * is the first message left; the group can deliver next when its head
-	 * turns visible, or when the leases it has in flight end.  In flight
-	 * messages are those of the group's last receive (a group in flight
-	 * gives nothing to others), so they lie between the head and the last
-	 * id that receive leased (leased_upto): only that stretch of the group
-	 * is read, however long the group.  The row of a group left empty
-	 * goes.  Returns the groups left non-empty.
-	 */
-	[QP_GROUP_SETTLE] = {
-		"WITH rc AS ("
-		"  SELECT gg.gid, h.message_id AS head, h.visible_at AS head_vis,"
-		"   (SELECT max(m.visible_at) FROM {q} m WHERE m.message_group_id = gg.gid"
-		"     AND m.message_id <= (SELECT x.leased_upto FROM {g} x"
-		"                          WHERE x.message_group_id = gg.gid)"
-		"     AND m.receive_count > 0 AND m.visible_at > $2) AS lease"
-		"  FROM unnest($1) AS gg(gid)"
-		"  LEFT JOIN LATERAL (SELECT m.message_id, m.visible_at FROM {q} m"
-		"   WHERE m.message_group_id = gg.gid ORDER BY m.message_id LIMIT 1) h ON true),"
-		" gu AS (UPDATE {g} g SET head_seq = rc.head,"
-		"  available_at = greatest(rc.head_vis, rc.lease) FROM rc"
-		"  WHERE g.message_group_id = rc.gid AND rc.head IS NOT NULL RETURNING 1),"
-		" gd AS (DELETE FROM {g} g USING rc"
-		"  WHERE g.message_group_id = rc.gid AND rc.head IS NULL)"
-		" SELECT rc.gid FROM rc WHERE rc.head IS NOT NULL",
-		2, {TEXTARRAYOID, TIMESTAMPTZOID}
-	},
-
-	/*
 	 * The FIFO lease.  Walk the available groups oldest head first (at
 	 * most $6), skipping groups someone holds and those in $7, and from
 	 * each take its visible messages in order, until max_messages ($5):
@@ -451,13 +420,6 @@ plan_text(const char *tmpl, int64 queue_id, int64 dlq_id)
 			appendStringInfoChar(&buf, *p);
 	}
 	return buf.data;
-}
-
-/* The text of a hot-path statement, for the worker's occasional use. */
-char *
-queue_plan_text_of(QueuePlanKind kind, int64 queue_id)
-{
-	return plan_text(plan_specs[kind].sql, queue_id, 0);
 }
 
 /*

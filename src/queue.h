@@ -50,7 +50,6 @@ typedef enum QueuePlanKind
 	QP_GROUP_SET,				/* new heads of groups (group_rows.c) */
 	QP_GROUP_SET_ONE,
 	QP_GROUP_DROP,				/* rows of groups found empty */
-	QP_GROUP_SETTLE,			/* the worker's: heads from the messages */
 	QP_FIFO_RECEIVE,
 	QP_ATTEMPT_GET,
 	QP_ATTEMPT_MSGS,
@@ -267,9 +266,6 @@ extern bool queue_worker_enabled;
 extern int	queue_sweep_interval;
 extern void queue_worker_register_launcher(void);
 extern void queue_utility_hook_init(void);
-
-/* plans.c */
-extern char *queue_plan_text_of(QueuePlanKind kind, int64 queue_id);
 
 /* wait.c */
 extern void queue_wake(int64 queue_id);

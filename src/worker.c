@@ -452,7 +452,7 @@ sweep_time(const char *sql, int64 usecs)
  * must.  Returns the number deleted.
  */
 static uint64
-sweep_expired(int64 id, bool fifo, TimestampTz cutoff)
+sweep_expired(int64 id, const char *name, bool fifo, TimestampTz cutoff)
 {
 	Oid			types[2] = {TIMESTAMPTZOID, TEXTARRAYOID};
 	Datum		values[2];
@@ -481,9 +481,6 @@ sweep_expired(int64 id, bool fifo, TimestampTz cutoff)
 	{
 		Datum	   *groups;
 		uint64		deleted;
-		char	   *refresh;
-		Datum		rvalues[2];
-		Oid			rtypes[2] = {TEXTARRAYOID, TIMESTAMPTZOID};
 
 		n = (uint64) queue_spi_groups(1, &groups);
 		/* Nor groups being sent to: the sweep may empty a group (fifo.c). */
@@ -497,10 +494,8 @@ sweep_expired(int64 id, bool fifo, TimestampTz cutoff)
 			" AND message_id IN (SELECT message_id FROM queue_data.q" INT64_FORMAT
 			"  ORDER BY message_id LIMIT %d)", id, id, SWEEP_BATCH),
 							 2, types, values);
-		refresh = queue_plan_text_of(QP_GROUP_SETTLE, id);
-		rvalues[0] = values[1];
-		rvalues[1] = TimestampTzGetDatum(GetCurrentTimestamp());
-		(void) sweep_exec(refresh, 2, rtypes, rvalues);
+		/* as every change to a group's messages (its senders' locks are ours) */
+		queue_fifo_refresh_groups(queue_lookup(cstring_to_text(name)), (int) n, groups);
 		return deleted;
 	}
 }
@@ -713,7 +708,7 @@ sweep_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 			SPI_connect();
 			PushActiveSnapshot(GetTransactionSnapshot());
 			now = GetCurrentTimestamp();
-			expired = sweep_expired(q->id, q->fifo, now - q->retention);
+			expired = sweep_expired(q->id, q->name, q->fifo, now - q->retention);
 			forgotten = sweep_windows(q->id, now - q->dedup_window, now - ATTEMPT_WINDOW);
 			if (expired > 0)
 				queue_count(q->id, QC_EXPIRED, (int64) expired);
