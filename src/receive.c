@@ -90,26 +90,15 @@ typedef struct FifoRow
 	HeapTuple	tup;
 	int64		id;
 	int64		first;			/* the smallest id of its group in the batch */
-	text	   *group;
+	Datum		group;			/* text */
 } FifoRow;
-
-/* Group ids in byte order, as COLLATE "C" */
-static int
-group_cmp(text *a, text *b)
-{
-	int			la = VARSIZE_ANY_EXHDR(a);
-	int			lb = VARSIZE_ANY_EXHDR(b);
-	int			c = memcmp(VARDATA_ANY(a), VARDATA_ANY(b), Min(la, lb));
-
-	return c != 0 ? c : (la > lb) - (la < lb);
-}
 
 static int
 fifo_row_by_group(const void *a, const void *b)
 {
 	const FifoRow *ra = a;
 	const FifoRow *rb = b;
-	int			c = group_cmp(ra->group, rb->group);
+	int			c = queue_text_cmp(&ra->group, &rb->group);
 
 	return c != 0 ? c : (ra->id > rb->id) - (ra->id < rb->id);
 }
@@ -146,12 +135,11 @@ order_fifo_rows(SPITupleTable *tt, uint64 nrows)
 		rows[r].tup = tt->vals[r];
 		rows[r].id = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc,
 												 COL_MESSAGE_ID, &isnull));
-		rows[r].group = DatumGetTextPP(SPI_getbinval(tt->vals[r], tt->tupdesc,
-													 COL_GROUP, &isnull));
+		rows[r].group = SPI_getbinval(tt->vals[r], tt->tupdesc, COL_GROUP, &isnull);
 	}
 	qsort(rows, nrows, sizeof(FifoRow), fifo_row_by_group);
 	for (uint64 r = 0; r < nrows; r++)
-		rows[r].first = (r > 0 && group_cmp(rows[r - 1].group, rows[r].group) == 0) ?
+		rows[r].first = (r > 0 && queue_text_cmp(&rows[r - 1].group, &rows[r].group) == 0) ?
 			rows[r - 1].first : rows[r].id;
 	qsort(rows, nrows, sizeof(FifoRow), fifo_row_by_delivery);
 	for (uint64 r = 0; r < nrows; r++)
