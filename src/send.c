@@ -223,43 +223,37 @@ send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
 			iattrn[nins] = b->attr_nulls[i];
 			nins++;
 		}
-		if (nins == 1)
+		if (nins > 0)
 		{
-			/* the usual send of one message: no arrays */
 			args[0] = TimestampTzGetDatum(now + delay);
 			args[1] = TimestampTzGetDatum(now);
-			args[2] = Int64GetDatum(iid[0]);
-			nulls[2] = iidn[0] ? 'n' : ' ';
-			args[3] = ibody[0];
-			args[4] = igrp[0];
-			nulls[4] = igrpn[0] ? 'n' : ' ';
-			args[5] = idd[0];
-			nulls[5] = iddn[0] ? 'n' : ' ';
-			args[6] = iattr[0];
-			nulls[6] = iattrn[0] ? 'n' : ' ';
 			args[7] = BoolGetDatum(q->fifo);
-			rc = SPI_execute_plan(queue_plan(q, QP_SEND_ONE), args, nulls, false, 0);
-			if (rc != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
-				elog(ERROR, "queue send failed: %s", SPI_result_code_string(rc));
-			for (int i = 0; i < n; i++)
-				if (!dup[i])
-					ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-														 SPI_tuptable->tupdesc, 1, &isnull));
-		}
-		else if (nins > 0)
-		{
-			dims[0] = nins;
-			args[0] = TimestampTzGetDatum(now + delay);
-			args[1] = TimestampTzGetDatum(now);
-			args[2] = PointerGetDatum(construct_md_array(iid, iidn, 1, dims, lbs, INT8OID,
-														 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-			args[3] = queue_text_array(nins, ibody, NULL);
-			args[4] = queue_text_array(nins, igrp, igrpn);
-			args[5] = queue_text_array(nins, idd, iddn);
-			args[6] = PointerGetDatum(construct_md_array(iattr, iattrn, 1, dims, lbs, JSONBOID,
-														 -1, false, TYPALIGN_INT));
-			args[7] = BoolGetDatum(q->fifo);
-			rc = SPI_execute_plan(queue_plan(q, QP_SEND_GENERAL), args, nulls, false, 0);
+			if (nins == 1)
+			{
+				/* the usual send of one message: no arrays */
+				args[2] = Int64GetDatum(iid[0]);
+				nulls[2] = iidn[0] ? 'n' : ' ';
+				args[3] = ibody[0];
+				args[4] = igrp[0];
+				nulls[4] = igrpn[0] ? 'n' : ' ';
+				args[5] = idd[0];
+				nulls[5] = iddn[0] ? 'n' : ' ';
+				args[6] = iattr[0];
+				nulls[6] = iattrn[0] ? 'n' : ' ';
+			}
+			else
+			{
+				dims[0] = nins;
+				args[2] = PointerGetDatum(construct_md_array(iid, iidn, 1, dims, lbs, INT8OID,
+															 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+				args[3] = queue_text_array(nins, ibody, NULL);
+				args[4] = queue_text_array(nins, igrp, igrpn);
+				args[5] = queue_text_array(nins, idd, iddn);
+				args[6] = PointerGetDatum(construct_md_array(iattr, iattrn, 1, dims, lbs, JSONBOID,
+															 -1, false, TYPALIGN_INT));
+			}
+			rc = SPI_execute_plan(queue_plan(q, nins == 1 ? QP_SEND_ONE : QP_SEND_GENERAL),
+								  args, nulls, false, 0);
 			if (rc != SPI_OK_INSERT_RETURNING || SPI_processed != (uint64) nins)
 				elog(ERROR, "queue send failed: %s", SPI_result_code_string(rc));
 			nins = 0;
