@@ -69,6 +69,8 @@ check_column(Oid relid, const char *name, AttrNumber expected)
 static void
 fifo_relations(QueueMeta *q)
 {
+	Oid			group_relid;
+
 	if (OidIsValid(q->group_relid))
 		return;
 	q->msg_pkey = data_relid(psprintf("q" INT64_FORMAT "_pkey", q->id));
@@ -78,10 +80,10 @@ fifo_relations(QueueMeta *q)
 	check_column(q->relid, "visible_at", QCOL_VISIBLE_AT);
 	check_column(q->relid, "receive_count", QCOL_RECEIVE_COUNT);
 	check_column(q->relid, "message_group_id", QCOL_GROUP);
-	check_column(data_relid(psprintf("g" INT64_FORMAT, q->id)), "leased_upto",
-				 GCOL_LEASED_UPTO);
+	group_relid = data_relid(psprintf("g" INT64_FORMAT, q->id));
+	check_column(group_relid, "leased_upto", GCOL_LEASED_UPTO);
 	/* last: it says the others are set */
-	q->group_relid = data_relid(psprintf("g" INT64_FORMAT, q->id));
+	q->group_relid = group_relid;
 }
 
 /* Where a group stands, read from its messages. */
