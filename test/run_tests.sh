@@ -16,6 +16,8 @@
 # The last line is always "N passed, M failed" (one count per regress test,
 # per isolation spec and per TAP file).  Exit status is non-zero if anything
 # failed or if no test ran.  QUEUE_TEST_KEEP=1 keeps the work directory.
+# QUEUE_TESTS="name ..." runs only the tests of those names (a regress test,
+# an isolation spec or a TAP file without .pl), for a quick run while working.
 
 set -uo pipefail
 
@@ -95,6 +97,17 @@ rm -f "$REPO/regression.diffs"
 
 PASSED=0
 FAILED=0
+
+# only_wanted: filter a list of test names (or paths) by QUEUE_TESTS.
+only_wanted() {
+	local line base
+	while read -r line; do
+		base=$(basename "$line" .pl)
+		if [ -z "${QUEUE_TESTS:-}" ] || [[ " $QUEUE_TESTS " == *" $base "* ]]; then
+			echo "$line"
+		fi
+	done
+}
 FAILED_NAMES=()
 
 # count_pg_regress LOG SUITE RC N: count one pg_regress run's per-test
@@ -158,7 +171,7 @@ run_pg_regress() {
 	local suite=$1 prog=$2 sub=$3 ext=$4 rc
 	local tests=()
 	mapfile -t tests < <(cd "test/$sub" 2>/dev/null && ls -1 -- *."$ext" 2>/dev/null |
-		LC_ALL=C sort | sed "s/\\.$ext\$//")
+		LC_ALL=C sort | sed "s/\\.$ext\$//" | only_wanted)
 	if [ ${#tests[@]} -eq 0 ]; then
 		echo "=== $suite: no test/$sub/*.$ext, skipped ==="
 		return 0
@@ -205,7 +218,7 @@ free_port() {
 # prove_installcheck sets, one prove per file so each file counts once.
 run_tap() {
 	local tests=() t name rc port log
-	mapfile -t tests < <(ls -1 test/t/*.pl 2>/dev/null | LC_ALL=C sort)
+	mapfile -t tests < <(ls -1 test/t/*.pl 2>/dev/null | LC_ALL=C sort | only_wanted)
 	if [ ${#tests[@]} -eq 0 ]; then
 		echo "=== tap: no test/t/*.pl, skipped ==="
 		return 0
