@@ -17,6 +17,16 @@
  * to every role.  Anything else is refused with 42501 before a row is
  * touched.
  *
+ * A queue's owner and grants are PostgreSQL's own: the owner of its message
+ * table queue_data.q<id> and that table's ACL (send = INSERT, receive =
+ * UPDATE, manage = TRUNCATE).  Nobody but the tables' owner has USAGE on
+ * queue_data, so those table privileges open nothing by themselves; what
+ * they buy is everything PostgreSQL does for roles: pg_dump writes owners
+ * and grants by name, DROP ROLE is refused while a role owns a queue or
+ * holds a grant, and DROP OWNED / REASSIGN OWNED handle queues as tables
+ * (the extension's sql_drop event trigger forgets a queue whose message
+ * table was dropped).
+ *
  * The administrative functions (create, alter, drop, purge, grant, revoke)
  * are PL/pgSQL, reached through queue_admin_call: it notes the caller,
  * enters as the owner, and calls queue._<name>(<same arguments>, caller).
@@ -26,6 +36,7 @@
 #include "postgres.h"
 
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -42,6 +53,7 @@
 #include "queue.h"
 
 PG_FUNCTION_INFO_V1(queue_admin_call);
+PG_FUNCTION_INFO_V1(queue_holds_sql);
 
 static const char *const priv_names[] = {"send", "receive", "manage"};
 
@@ -120,22 +132,56 @@ queue_leave(QueueCall *call)
 	SetUserIdAndSecContext(call->save_userid, call->save_sec);
 }
 
-static bool
-granted(const Oid *roles, int nroles, Oid caller)
+/*
+ * Whether role holds priv on the queue whose message table is relid.
+ * Superusers, the owner and the owner's members hold everything;
+ * anyone else holds what the table's ACL gives them or PUBLIC (send is
+ * INSERT, receive UPDATE, manage TRUNCATE: see queue_priv_mode).  The
+ * owner and ACL are read from the syscache, so a committed grant, revoke
+ * or REASSIGN OWNED counts from the next statement in every session,
+ * whatever the caller's transaction snapshot.
+ */
+bool
+queue_role_holds(Oid relid, Oid role, AclMode mode)
 {
-	for (int i = 0; i < nroles; i++)
-		if (roles[i] == InvalidOid || has_privs_of_role(caller, roles[i]))
-			return true;
-	return false;
+	HeapTuple	tup;
+	Oid			owner;
+
+	if (superuser_arg(role))
+		return true;
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	if (!HeapTupleIsValid(tup))
+		return false;			/* dropped under us: holds nothing */
+	owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+	ReleaseSysCache(tup);
+	if (role == owner || has_privs_of_role(role, owner))
+		return true;
+	return pg_class_aclmask(relid, role, mode, ACLMASK_ANY) != 0;
+}
+
+/* The table privilege that stands for a queue privilege. */
+AclMode
+queue_priv_mode(QueuePriv priv)
+{
+	switch (priv)
+	{
+		case QPRIV_SEND:
+			return ACL_INSERT;
+		case QPRIV_RECEIVE:
+			return ACL_UPDATE;
+		case QPRIV_MANAGE:
+			return ACL_TRUNCATE;
+		default:
+			elog(ERROR, "unknown queue privilege %d", (int) priv);
+	}
+	return 0;					/* keep the compiler quiet */
 }
 
 /* 42501 unless caller holds priv on q. */
 void
 queue_check_privilege(QueueMeta *q, Oid caller, QueuePriv priv)
 {
-	if (caller == q->owner || superuser_arg(caller) ||
-		has_privs_of_role(caller, q->owner) ||
-		granted(q->grants[priv], q->ngrants[priv], caller))
+	if (queue_role_holds(q->relid, caller, queue_priv_mode(priv)))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -143,6 +189,25 @@ queue_check_privilege(QueueMeta *q, Oid caller, QueuePriv priv)
 			 errdetail("This needs the %s privilege on the queue.", priv_names[priv]),
 			 errhint("Its owner can run queue.grant('%s', <role>, '{%s}').",
 					 q->name, priv_names[priv])));
+}
+
+/*
+ * queue._holds(queue_id, role, privilege): the same rule for the
+ * administrative functions (PL/pgSQL).  Not granted to PUBLIC.
+ */
+Datum
+queue_holds_sql(PG_FUNCTION_ARGS)
+{
+	Oid			relid = queue_table_relid(PG_GETARG_INT64(0), 'q');
+	char	   *p = text_to_cstring(PG_GETARG_TEXT_PP(2));
+
+	for (int i = 0; i < QPRIV_NUM; i++)
+		if (strcmp(p, priv_names[i]) == 0)
+			PG_RETURN_BOOL(OidIsValid(relid) &&
+						   queue_role_holds(relid, PG_GETARG_OID(1),
+											queue_priv_mode((QueuePriv) i)));
+	elog(ERROR, "unknown queue privilege \"%s\"", p);
+	PG_RETURN_BOOL(false);
 }
 
 /*

@@ -8,12 +8,15 @@
  * as the work itself, so each backend keeps what it looked up in a hash
  * table under CacheMemoryContext.  An entry lives until a relcache
  * invalidation of the queue's message table: alter sends one on purpose
- * (queue._invalidate), and drop sends one by dropping the table.
+ * (queue._invalidate), and drop sends one by dropping the table.  Owner and
+ * grants are not cached here: they are the message table's own, read from
+ * the syscache at each call (acl.c).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
@@ -22,7 +25,9 @@
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
+#include "utils/snapmgr.h"
 
 #include "queue.h"
 
@@ -141,6 +146,23 @@ interval_usecs(Datum d)
 		(int64) iv->month * DAYS_PER_MONTH * USECS_PER_DAY;
 }
 
+/*
+ * The OID of one of a queue's tables, queue_data.<kind><queue_id> (kind q:
+ * messages, d: deduplication ids, a: receive attempts, g: FIFO groups), or
+ * InvalidOid.  Looked up by name, with no privilege check on the schema.
+ */
+Oid
+queue_table_relid(int64 queue_id, char kind)
+{
+	char		relname[NAMEDATALEN];
+	Oid			nsp = get_namespace_oid("queue_data", true);
+
+	if (!OidIsValid(nsp))
+		return InvalidOid;
+	snprintf(relname, sizeof(relname), "%c" INT64_FORMAT, kind, queue_id);
+	return get_relname_relid(relname, nsp);
+}
+
 /* Read one queue's registry row into e; false if there is none. */
 static bool
 load_entry(CacheEntry *e, text *name)
@@ -156,14 +178,13 @@ load_entry(CacheEntry *e, text *name)
 		Oid			argtypes[1] = {TEXTOID};
 		SPIPlanPtr	plan;
 
-		plan = SPI_prepare("SELECT queue_id, msg_relid, fifo, visibility_timeout,"
+		plan = SPI_prepare("SELECT queue_id, fifo, visibility_timeout,"
 						   " delay, retention, max_message_size, receive_wait,"
 						   " content_based_deduplication, deduplication_window,"
 						   " deduplication_scope = 'message_group',"
 						   " coalesce(max_receive_count, 0), dead_letter_queue,"
 						   " (SELECT d.queue_name FROM queue._queues d"
-						   "  WHERE d.queue_id = r.dead_letter_queue),"
-						   " owner, send_roles, receive_roles, manage_roles"
+						   "  WHERE d.queue_id = r.dead_letter_queue)"
 						   " FROM queue._queues r WHERE queue_name = $1",
 						   1, argtypes);
 		if (plan == NULL)
@@ -171,7 +192,13 @@ load_entry(CacheEntry *e, text *name)
 		SPI_keepplan(plan);
 		lookup_plan = plan;
 	}
-	rc = SPI_execute_plan(lookup_plan, &arg, NULL, true, 1);
+	/*
+	 * Read with the latest snapshot, not the caller's: a REPEATABLE READ
+	 * transaction that began before an alter committed must not cache the
+	 * old attributes for later transactions to use.
+	 */
+	rc = SPI_execute_snapshot(lookup_plan, &arg, NULL, GetLatestSnapshot(),
+							  InvalidSnapshot, true, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "queue lookup failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -180,18 +207,21 @@ load_entry(CacheEntry *e, text *name)
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
 	e->meta.id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-	e->meta.relid = DatumGetObjectId(SPI_getbinval(tup, desc, 2, &isnull));
-	e->meta.fifo = DatumGetBool(SPI_getbinval(tup, desc, 3, &isnull));
-	e->meta.visibility_timeout = interval_usecs(SPI_getbinval(tup, desc, 4, &isnull));
-	e->meta.delay = interval_usecs(SPI_getbinval(tup, desc, 5, &isnull));
-	e->meta.retention = interval_usecs(SPI_getbinval(tup, desc, 6, &isnull));
-	e->meta.max_message_size = DatumGetInt32(SPI_getbinval(tup, desc, 7, &isnull));
-	e->meta.receive_wait = interval_usecs(SPI_getbinval(tup, desc, 8, &isnull));
-	e->meta.content_based_dedup = DatumGetBool(SPI_getbinval(tup, desc, 9, &isnull));
-	e->meta.dedup_window = interval_usecs(SPI_getbinval(tup, desc, 10, &isnull));
-	e->meta.dedup_by_group = DatumGetBool(SPI_getbinval(tup, desc, 11, &isnull));
-	e->meta.max_receive_count = DatumGetInt32(SPI_getbinval(tup, desc, 12, &isnull));
-	e->meta.dlq_id = DatumGetInt64(SPI_getbinval(tup, desc, 13, &isnull));
+	/* By name, never a stored OID: a restored dump has other OIDs. */
+	e->meta.relid = queue_table_relid(e->meta.id, 'q');
+	if (!OidIsValid(e->meta.relid))
+		return false;
+	e->meta.fifo = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
+	e->meta.visibility_timeout = interval_usecs(SPI_getbinval(tup, desc, 3, &isnull));
+	e->meta.delay = interval_usecs(SPI_getbinval(tup, desc, 4, &isnull));
+	e->meta.retention = interval_usecs(SPI_getbinval(tup, desc, 5, &isnull));
+	e->meta.max_message_size = DatumGetInt32(SPI_getbinval(tup, desc, 6, &isnull));
+	e->meta.receive_wait = interval_usecs(SPI_getbinval(tup, desc, 7, &isnull));
+	e->meta.content_based_dedup = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
+	e->meta.dedup_window = interval_usecs(SPI_getbinval(tup, desc, 9, &isnull));
+	e->meta.dedup_by_group = DatumGetBool(SPI_getbinval(tup, desc, 10, &isnull));
+	e->meta.max_receive_count = DatumGetInt32(SPI_getbinval(tup, desc, 11, &isnull));
+	e->meta.dlq_id = DatumGetInt64(SPI_getbinval(tup, desc, 12, &isnull));
 	if (isnull)
 	{
 		e->meta.dlq_id = 0;
@@ -200,24 +230,14 @@ load_entry(CacheEntry *e, text *name)
 	memset(e->meta.dlq_name, 0, sizeof(e->meta.dlq_name));
 	if (e->meta.dlq_id != 0)
 	{
-		char	   *n = TextDatumGetCString(SPI_getbinval(tup, desc, 14, &isnull));
+		char	   *n = TextDatumGetCString(SPI_getbinval(tup, desc, 13, &isnull));
 
 		strlcpy(e->meta.dlq_name, n, sizeof(e->meta.dlq_name));
 	}
-	e->meta.owner = DatumGetObjectId(SPI_getbinval(tup, desc, 15, &isnull));
 	e->meta.group_relid = InvalidOid;
 	e->meta.group_pkey = InvalidOid;
 	e->meta.msg_group_idx = InvalidOid;
 	e->meta.msg_pkey = InvalidOid;
-	for (int p = 0; p < QPRIV_NUM; p++)
-	{
-		ArrayType  *arr = DatumGetArrayTypeP(SPI_getbinval(tup, desc, 16 + p, &isnull));
-		int			n = ArrayGetNItems(ARR_NDIM(arr), ARR_DIMS(arr));
-
-		e->meta.ngrants[p] = n;
-		e->meta.grants[p] = MemoryContextAlloc(CacheMemoryContext, Max(n, 1) * sizeof(Oid));
-		memcpy(e->meta.grants[p], ARR_DATA_PTR(arr), n * sizeof(Oid));
-	}
 	return true;
 }
 
@@ -257,14 +277,8 @@ queue_lookup(text *name)
 	if (found && e->valid)
 		return &e->meta;
 	if (found)
-	{
 		queue_release_plans(&e->meta);
-		for (int p = 0; p < QPRIV_NUM; p++)
-			if (e->meta.grants[p] != NULL)
-				pfree(e->meta.grants[p]);
-	}
 	memset(&e->meta.plans, 0, sizeof(e->meta.plans));
-	memset(&e->meta.grants, 0, sizeof(e->meta.grants));
 	e->valid = false;
 
 	count_before = inval_count;

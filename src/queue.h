@@ -11,6 +11,7 @@
 
 #include "executor/spi.h"
 #include "fmgr.h"
+#include "nodes/parsenodes.h"
 #include "utils/timestamp.h"
 
 /* Limits of DESIGN.md ("Limits"). */
@@ -92,9 +93,6 @@ typedef struct QueueMeta
 	int32		max_receive_count;	/* 0: no dead-letter queue */
 	int64		dlq_id;
 	char		dlq_name[QUEUE_NAME_MAX + 1];
-	Oid			owner;
-	int			ngrants[QPRIV_NUM];
-	Oid		   *grants[QPRIV_NUM];	/* roles granted each (0: PUBLIC) */
 	SPIPlanPtr	plans[QP_NUM_PLANS];
 	/* FIFO queues, looked up when first needed (group_rows.c) */
 	Oid			group_relid;	/* queue_data.g<id> */
@@ -113,13 +111,20 @@ typedef struct QueueCall
 
 extern void queue_enter(QueueCall *call);
 extern void queue_leave(QueueCall *call);
+extern bool queue_role_holds(Oid relid, Oid role, AclMode mode);
+extern AclMode queue_priv_mode(QueuePriv priv);
 extern void queue_check_privilege(QueueMeta *q, Oid caller, QueuePriv priv);
 extern QueueMeta *queue_open(QueueCall *call, text *name, QueuePriv priv);
 extern void queue_close(QueueCall *call);
 
+/* views.c */
+extern bool queue_may_see(int64 queue_id);
+extern void queue_check_may_see(int64 queue_id);
+
 /* catalog.c */
 extern void queue_check_name(text *name, const char *argname);
 extern QueueMeta *queue_lookup(text *name);
+extern Oid	queue_table_relid(int64 queue_id, char kind);
 extern void queue_catalog_init(void);
 
 /* plans.c */

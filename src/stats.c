@@ -342,7 +342,10 @@ queue_counters_sql(PG_FUNCTION_ARGS)
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
 		elog(ERROR, "return type must be a row type");
 	if (!PG_ARGISNULL(0))
+	{
+		queue_check_may_see(PG_GETARG_INT64(0));	/* views.c */
 		shared = queue_counters_read(PG_GETARG_INT64(0), counts);
+	}
 	for (int c = 0; c < QC_NUM; c++)
 	{
 		nulls[c] = !shared;
