@@ -41,6 +41,15 @@ EXCEPTION
 		RETURN SQLSTATE || ': ' || SQLERRM;
 END
 $$;
+-- grants(queue, table privilege): how many roles (PUBLIC counts as one)
+-- other than the owner hold it in the ACL of the queue's message table,
+-- where a queue's grants live (send INSERT, receive UPDATE, manage TRUNCATE).
+CREATE FUNCTION pg_temp.grants(q text, priv text) RETURNS bigint LANGUAGE sql AS $$
+	SELECT count(*) FROM queue._queues r
+	JOIN pg_class c ON c.relnamespace = 'queue_data'::regnamespace AND c.relname = 'q' || r.queue_id,
+	LATERAL aclexplode(c.relacl) a
+	WHERE r.queue_name = q AND a.privilege_type = priv AND a.grantee <> c.relowner
+$$;
 -- messages(queue): what a refused or rolled-back call must not change:
 -- messages, their receives and leases, the attributes and grants.
 CREATE FUNCTION pg_temp.messages(q text) RETURNS text LANGUAGE sql AS $$
@@ -49,8 +58,8 @@ CREATE FUNCTION pg_temp.messages(q text) RETURNS text LANGUAGE sql AS $$
 				  (SELECT coalesce(sum(receive_count), 0) FROM queue.peek(q, 100000)),
 				  s.visible, s.in_flight, s.delayed,
 				  (SELECT visibility_timeout FROM queue.queues WHERE queue_name = q),
-				  cardinality(r.send_roles), cardinality(r.receive_roles), cardinality(r.manage_roles))
-	FROM queue.stats s, queue._queues r WHERE s.queue_name = q AND r.queue_name = q
+				  pg_temp.grants(q, 'INSERT'), pg_temp.grants(q, 'UPDATE'), pg_temp.grants(q, 'TRUNCATE'))
+	FROM queue.stats s WHERE s.queue_name = q
 $$;
 -- state(queue): that and the committed counters.
 CREATE FUNCTION pg_temp.state(q text) RETURNS text LANGUAGE sql AS $$
@@ -238,7 +247,7 @@ SELECT pg_temp.as_role('queue_test_nobody', $$SELECT queue.send('acl_q', 'x')$$)
 -- revoking one privilege leaves the others
 SELECT queue.grant('acl_q', 'queue_test_nobody', '{send}');
 SELECT queue.grant('acl_q', 'queue_test_nobody', '{send, send}');
-SELECT cardinality(send_roles) AS send_grants FROM queue._queues WHERE queue_name = 'acl_q';
+SELECT pg_temp.grants('acl_q', 'INSERT') AS send_grants;
 SELECT queue.revoke('acl_q', 'queue_test_nobody', '{manage}');
 SELECT queue.grant('acl_q', 'queue_test_nobody', '{receive}');
 SELECT queue.revoke('acl_q', 'queue_test_nobody', '{send}');
@@ -273,10 +282,9 @@ SELECT r, pg_temp.as_role(r, $$SELECT queue.send('acl_q', 'x')$$) AS send,
 FROM unnest(ARRAY['queue_test_nobody']) AS r;
 -- revoking from PUBLIC leaves a role's own grant
 SELECT pg_temp.as_role('queue_test_sender', $$SELECT queue.send('acl_q', 'x')$$) AS sender_send;
--- the grant lists hold the role, never a name
-SELECT cardinality(send_roles) AS send, cardinality(receive_roles) AS receive,
-	   cardinality(manage_roles) AS manage
-FROM queue._queues WHERE queue_name = 'acl_q';
+-- the grants are the table's ACL entries, one per role
+SELECT pg_temp.grants('acl_q', 'INSERT') AS send, pg_temp.grants('acl_q', 'UPDATE') AS receive,
+	   pg_temp.grants('acl_q', 'TRUNCATE') AS manage;
 SELECT pg_temp.state('acl_q') = :'before' AS unchanged;
 
 ----------------------------------------------------------------------
@@ -376,8 +384,8 @@ SELECT queue_id AS qid FROM queue.queues WHERE queue_name = 'acl_q' \gset
 CREATE TEMP TABLE acl_table (ord serial, label text, sql text);
 INSERT INTO acl_table (label, sql) VALUES
 	('select queue._queues', $$SELECT * FROM queue._queues$$),
-	('insert queue._queues', $$INSERT INTO queue._queues (queue_name, fifo, visibility_timeout, delay, retention, max_message_size, receive_wait, content_based_deduplication, deduplication_window, deduplication_scope, tags, owner) VALUES ('evil', false, '1s', '0', '1 day', 1, '0', false, '5 min', 'queue', '{}', 10)$$),
-	('update queue._queues', $$UPDATE queue._queues SET send_roles = '{0}'$$),
+	('insert queue._queues', $$INSERT INTO queue._queues (queue_name, fifo, visibility_timeout, delay, retention, max_message_size, receive_wait, content_based_deduplication, deduplication_window, deduplication_scope, tags) VALUES ('evil', false, '1s', '0', '1 day', 1, '0', false, '5 min', 'queue', '{}')$$),
+	('update queue._queues', $$UPDATE queue._queues SET max_message_size = 1$$),
 	('delete queue._queues', $$DELETE FROM queue._queues$$),
 	('select queue._secret', $$SELECT * FROM queue._secret$$),
 	('insert queue._secret', $$INSERT INTO queue._secret VALUES ('\x00')$$),
@@ -600,8 +608,12 @@ SELECT body, message_group_id FROM queue.peek('acl_hostile.fifo', 100);
 SELECT body, receive_count FROM queue.peek('acl_hostile_src', 100);
 SELECT queue_name, visibility_timeout, dead_letter_queue, max_receive_count, tags, owner::text = current_user AS owned
 FROM queue.queues WHERE queue_name LIKE 'acl_hostile%' ORDER BY queue_name;
-SELECT cardinality(send_roles) AS send, cardinality(receive_roles) AS receive
-FROM queue._queues WHERE queue_name = 'acl_hostile';
+SELECT count(*) FILTER (WHERE a.privilege_type = 'INSERT') AS send,
+	   count(*) FILTER (WHERE a.privilege_type = 'UPDATE') AS receive
+FROM pg_catalog.pg_class c, pg_catalog.aclexplode(c.relacl) a
+WHERE c.oid OPERATOR(pg_catalog.=) (SELECT pg_catalog.format('queue_data.q%s', queue_id)::pg_catalog.regclass
+				FROM queue.queues WHERE queue_name OPERATOR(pg_catalog.=) 'acl_hostile')
+  AND a.grantee OPERATOR(pg_catalog.<>) c.relowner;
 -- and a non-superuser victim in a fresh session: the owner, then the
 -- sender with its grant
 \c

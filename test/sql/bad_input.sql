@@ -54,8 +54,10 @@ CREATE FUNCTION pg_temp.state() RETURNS text LANGUAGE sql AS $$
 				  md5(row(q.visibility_timeout, q.delay, q.retention, q.max_message_size,
 						  q.receive_wait, q.dead_letter_queue, q.max_receive_count,
 						  q.redrive_allow, q.tags)::text),
-				  (SELECT r.send_roles || r.receive_roles || r.manage_roles
-				   FROM queue._queues r WHERE r.queue_name = s.queue_name)::text),
+				  (SELECT coalesce(c.relacl::text, '{}') FROM queue._queues r
+				   JOIN pg_class c ON c.relnamespace = 'queue_data'::regnamespace
+									AND c.relname = 'q' || r.queue_id
+				   WHERE r.queue_name = s.queue_name)),
 					  E'\n' ORDER BY s.queue_name)
 	FROM queue.stats s JOIN queue.queues q USING (queue_name)
 $$;
