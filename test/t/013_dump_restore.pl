@@ -1,0 +1,188 @@
+# Dump and restore (DESIGN.md "Backup, restore and upgrades"): a database
+# with standard, FIFO and dead-letter queues, messages in every state,
+# deduplication ids and grants to two roles is dumped with pg_dump, restored
+# with pg_restore into a fresh database of another cluster (whose OIDs
+# differ: it made other tables first) and with psql into a second one, and
+# the whole API is driven there: the same messages in the same order, the
+# same ids, new ids above the old ones, duplicates still found, grants by
+# role name, roles that cannot be dropped while they hold grants, and a
+# receipt key that is not in the dump (the restored copy has its own).
+use strict;
+use warnings;
+
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $src = PostgreSQL::Test::Cluster->new('dump_source');
+$src->init;
+$src->append_conf('postgresql.conf', "shared_preload_libraries = 'queue'\n");
+$src->start;
+
+my $roles = q(
+CREATE ROLE app_sender LOGIN;
+CREATE ROLE app_receiver LOGIN;
+);
+$src->safe_psql('postgres', $roles . q(
+CREATE DATABASE shop;
+));
+$src->safe_psql('shop', q(
+CREATE EXTENSION queue;
+GRANT USAGE ON SCHEMA queue TO app_sender, app_receiver;
+SELECT queue.create('orders_dlq');
+SELECT queue.create('orders', dead_letter_queue => 'orders_dlq', max_receive_count => 1,
+					tags => '{"team": "shop"}');
+SELECT queue.create('events.fifo', fifo => true, content_based_deduplication => true);
+SELECT queue.create('events_dlq.fifo', fifo => true);
+SELECT queue.alter('events.fifo', dead_letter_queue => 'events_dlq.fifo', max_receive_count => 2);
+SELECT queue.grant('orders', 'app_sender', '{send}');
+SELECT queue.grant('orders', 'app_receiver', '{receive}');
+SELECT queue.grant('events.fifo', 'app_sender', '{send}');
+
+-- standard: visible, delayed, in flight, deduplicated, dead-lettered
+SELECT queue.send('orders', 'o-visible', attributes => '{"n": 1}');
+SELECT queue.send('orders', 'o-delayed', delay => '1 hour');
+SELECT queue.send('orders', 'o-inflight', deduplication_id => 'dd-1');
+SELECT queue.send('orders', 'o-dead');
+SELECT queue.send('orders', 'o-visible-2');
+));
+# lease o-visible, o-inflight and o-dead for an hour; then end o-dead's
+# lease and receive again: past max_receive_count 1 o-dead moves to the
+# dead letters, and o-visible-2 is leased
+$src->safe_psql('shop', q(
+SELECT count(*) FROM queue.receive('orders', 3, visibility_timeout => '1 hour');
+UPDATE queue_data.q2 SET visible_at = now() - interval '1 second' WHERE body = 'o-dead';
+SELECT count(*) FROM queue.receive('orders', 10, visibility_timeout => '1 hour');
+SELECT queue.send('orders', 'o-receipt');
+));
+$src->safe_psql('shop', q(
+-- FIFO: two groups, one with a message in flight
+SELECT queue.send_batch('events.fifo', ARRAY['e1', 'e2', 'e3'], message_group_ids => ARRAY['a', 'a', 'b']);
+SELECT queue.send('events.fifo', 'e4', message_group_id => 'b', deduplication_id => 'ev-4');
+SELECT count(*) FROM queue.receive('events.fifo', 1, visibility_timeout => '1 hour');
+));
+
+# What must come back: every message of every queue as peek sees it, the
+# registry, the grants, and the ids in use.
+my $peek = q(
+SELECT string_agg(format('%s|%s|%s|%s|%s|%s|%s|%s|%s|%s', q.queue_name, m.message_id, m.body,
+						 m.attributes, m.message_group_id, m.deduplication_id, m.sequence_number,
+						 m.receive_count, m.sent_at, m.visible_at), E'\n' ORDER BY q.queue_name)
+FROM queue.queues q, LATERAL queue.peek(q.queue_name, 1000) m;
+);
+my $queues = q(
+SELECT string_agg(format('%s', row(q.*)), E'\n' ORDER BY q.queue_id) FROM queue.queues q;
+);
+my $grants = q(
+SELECT string_agg(format('%s %s %s', q.queue_name, a.grantee::regrole, a.privilege_type), E'\n'
+				  ORDER BY 1, 2, 3)
+FROM queue.queues q
+JOIN pg_class c ON c.relnamespace = 'queue_data'::regnamespace AND c.relname = 'q' || q.queue_id,
+LATERAL aclexplode(c.relacl) a WHERE a.grantee <> c.relowner;
+);
+my $src_peek   = $src->safe_psql('shop', $peek);
+my $src_queues = $src->safe_psql('shop', $queues);
+my $src_grants = $src->safe_psql('shop', $grants);
+my $max_id = $src->safe_psql('shop', 'SELECT last_value FROM queue_data.message_id_seq');
+my $max_queue = $src->safe_psql('shop', 'SELECT max(queue_id) FROM queue._queues');
+my $key = $src->safe_psql('shop', "SELECT encode(key, 'hex') FROM queue._secret");
+my $receipt = $src->safe_psql('shop',
+	"SELECT receipt FROM queue.receive('orders', 1, visibility_timeout => '1 hour')");
+ok($src_peek =~ /o-delayed/ && $src_peek =~ /e4/, 'source holds the messages');
+is($src->safe_psql('shop', 'SELECT count(*) FROM queue.peek(\'orders_dlq\')'), '1',
+	'source has a dead letter');
+$src_peek = $src->safe_psql('shop', $peek);    # after that receive
+
+# the dumps
+my $tmp = PostgreSQL::Test::Utils::tempdir;
+$src->command_ok([ 'pg_dump', '-Fc', '-d', $src->connstr('shop'), '-f', "$tmp/shop.dump" ],
+	'pg_dump -Fc');
+$src->command_ok([ 'pg_dump', '-d', $src->connstr('shop'), '-f', "$tmp/shop.sql" ],
+	'pg_dump plain');
+my $plain = slurp_file("$tmp/shop.sql");
+ok(index(lc($plain), lc($key)) < 0, 'the receipt key is not in the dump');
+like($plain, qr/GRANT INSERT ON TABLE queue_data\.q\d+ TO app_sender/, 'grants are dumped by role name');
+
+# another cluster, whose OIDs differ: it made tables of its own first
+my $dst = PostgreSQL::Test::Cluster->new('dump_target');
+$dst->init;
+$dst->append_conf('postgresql.conf', "shared_preload_libraries = 'queue'\n");
+$dst->start;
+$dst->safe_psql('postgres', $roles . q(
+CREATE DATABASE shop;
+CREATE DATABASE shop2;
+));
+for my $i (1 .. 40)
+{
+	$dst->safe_psql('shop', "CREATE TABLE public.filler_$i (a int)");
+}
+$dst->command_ok([ 'pg_restore', '-d', $dst->connstr('shop'), '--exit-on-error', "$tmp/shop.dump" ],
+	'pg_restore into another cluster');
+my ($rc, $out, $err) = $dst->psql('shop2', undef, extra_params => [ '-v', 'ON_ERROR_STOP=1', '-f', "$tmp/shop.sql" ]);
+is($rc, 0, 'psql restore of the plain dump');
+
+for my $db ('shop', 'shop2')
+{
+	isnt($dst->safe_psql($db, "SELECT 'queue_data.q2'::regclass::oid"),
+		$src->safe_psql('shop', "SELECT 'queue_data.q2'::regclass::oid"), "$db: other OIDs");
+	is($dst->safe_psql($db, $peek),   $src_peek,   "$db: every message, in order, with its fields");
+	is($dst->safe_psql($db, $queues), $src_queues, "$db: every queue with its attributes and owner");
+	is($dst->safe_psql($db, $grants), $src_grants, "$db: the grants, by role");
+	is($dst->safe_psql($db, 'SELECT count(*) FROM queue._secret'), '1', "$db: one receipt key");
+	isnt($dst->safe_psql($db, "SELECT encode(key, 'hex') FROM queue._secret"), $key,
+		"$db: a key of its own");
+}
+
+# drive the API on the pg_restore'd copy
+my $db = 'shop';
+sub dq { return $dst->safe_psql($db, $_[0]); }
+
+for my $probe (
+	[ 'orders', "deduplication_id => 'dd-1'", 'o-inflight' ],
+	[ 'events.fifo', "message_group_id => 'a', deduplication_id => 'ev-4'", 'e4' ],
+	[ 'events.fifo', "message_group_id => 'a'", 'e2' ])
+{
+	my ($queue, $args, $original) = @$probe;
+	my $body = $probe->[2] eq 'e2' ? 'e2' : 'probe';
+	is(dq("SELECT format('%s %s', message_id, duplicate) FROM queue.send('$queue', '$body', $args)"),
+		$src->safe_psql('shop', "SELECT message_id FROM queue.peek('$queue') WHERE body = '$original'") . ' t',
+		"$queue: a resend with $args is a duplicate of $original");
+}
+my $new_id = dq("SELECT message_id FROM queue.send('orders', 'after restore')");
+cmp_ok($new_id, '>', $max_id, 'new message ids continue above the restored ones');
+my $new_queue = dq("SELECT queue.create('after_restore')");
+cmp_ok($new_queue, '>', $max_queue, 'new queue ids continue above the restored ones');
+my $seq = dq("SELECT sequence_number FROM queue.send('events.fifo', 'e5', message_group_id => 'b', deduplication_id => 'ev-5')");
+cmp_ok($seq, '>', $max_id, 'FIFO sequence numbers continue above the restored ones');
+
+($rc, $out, $err) = $dst->psql($db, "SELECT queue.delete('orders', '$receipt')");
+like($err, qr/is not a valid receipt/, 'a receipt of the source does not verify here');
+
+# FIFO order: group a is free (e1, e2); b is in flight behind e3's lease? no:
+# the message in flight is e1 (group a, oldest), so b delivers e3, e4, e5
+is(dq("SELECT string_agg(body, ',' ORDER BY sequence_number) FROM queue.receive('events.fifo', 10)"),
+	'e3,e4,e5', 'FIFO: a group in flight stays blocked, the other delivers in order');
+
+# grants by name: the sender sends, the receiver receives and deletes
+is($dst->safe_psql($db, q(SET ROLE app_sender; SELECT count(*) FROM queue.send('orders', 'by app'))),
+	'1', 'app_sender sends');
+($rc, $out, $err) = $dst->psql($db, q(SET ROLE app_sender; SELECT queue.receive('orders')));
+like($err, qr/permission denied/, 'app_sender may not receive');
+is($dst->safe_psql($db, q(SET ROLE app_receiver;
+	SELECT count(*) FROM queue.receive('orders', 10) r WHERE queue.delete('orders', r.receipt))),
+	'2', 'app_receiver receives and deletes what is visible');
+is(dq("SELECT body FROM queue.peek('orders_dlq')"), 'o-dead', 'the dead letter is there');
+is(dq("SELECT queue.redrive('orders_dlq')"), '1', 'and redrives');
+dq("SELECT queue.alter('orders', visibility_timeout => '2 minutes')");
+dq("SELECT queue.grant('orders', 'app_sender', '{receive}')");
+dq("SELECT queue.revoke('orders', 'app_sender', '{receive}')");
+dq("SELECT queue.purge('after_restore')");
+is(dq("SELECT count(*) FROM queue.stats WHERE visible IS NOT NULL"), '5', 'stats reads every queue');
+($rc, $out, $err) = $dst->psql('postgres', 'DROP ROLE app_sender');
+like($err, qr/cannot be dropped because some objects depend on it/,
+	'a role holding grants on a restored queue cannot be dropped');
+is(dq("SELECT queue.drop('after_restore')"), 't', 'drop');
+
+$src->stop;
+$dst->stop;
+done_testing();
