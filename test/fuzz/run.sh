@@ -118,11 +118,16 @@ SELECT count(*) FROM queue.send_batch('fz_fifo_src', ARRAY['a', 'b'], message_gr
 	deduplication_ids => ARRAY['1', '2']);
 SQL
 
+# The postgres user may not reach the repository (a clone under /root):
+# it runs a copy of the fuzzer from our own folder.
+cp "$HERE/fuzz_calls.pl" "$FUZZ_DIR/fuzz_calls.pl"
+chmod 644 "$FUZZ_DIR/fuzz_calls.pl"
+
 rc=0
 as_pg env PSQL="$BINDIR/psql" PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER="$PGUSER" PGDATABASE="$PGDATABASE" \
 	FUZZ_ITERATIONS="${FUZZ_ITERATIONS:-2000}" ${FUZZ_SEED:+FUZZ_SEED="$FUZZ_SEED"} \
 	FUZZ_CALL_TIMEOUT="${FUZZ_CALL_TIMEOUT:-30}" FUZZ_VERBOSE="${FUZZ_VERBOSE:-0}" \
-	perl "$HERE/fuzz_calls.pl" || rc=$?
+	perl "$FUZZ_DIR/fuzz_calls.pl" || rc=$?
 
 # A backend that crashed shows in the server log even if our session lived.
 if grep -qE 'terminated by signal|PANIC|TRAP:|server process .* was terminated' "$LOG"; then
