@@ -1,0 +1,185 @@
+# Upgrades (DESIGN.md "Backup, restore and upgrades"): a database made with
+# the released 1.0 (installed from its frozen script), holding standard and
+# FIFO queues with messages in flight, delayed messages, dead letters,
+# deduplication ids and grants to two roles, is taken to the newest version
+# by ALTER EXTENSION queue UPDATE.  Every message comes through unchanged,
+# every rule still holds (leases, receipts, FIFO blocking, deduplication,
+# grants, owner), and the upgraded catalog equals a fresh install's.
+#
+# Each later version adds its step here: install the previous release,
+# make state, update, check.
+use strict;
+use warnings;
+
+use Digest::SHA qw(sha256_hex);
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+
+my $node = PostgreSQL::Test::Cluster->new('upgrade');
+$node->init;
+$node->append_conf('postgresql.conf', "shared_preload_libraries = 'queue'\n");
+$node->start;
+
+# 1.0 is released: its script is never edited.
+my $sharedir = `pg_config --sharedir`;
+chomp $sharedir;
+is(sha256_hex(slurp_file("$sharedir/extension/queue--1.0.sql")),
+	'2d790b81aa4f2f92c1ba65e6bc28532813380a42d8429cd76e7dc1f7b9c9896c',
+	'queue--1.0.sql is the released script');
+
+sub sql { return $node->safe_psql('old', $_[0]); }
+
+$node->safe_psql('postgres', q(
+CREATE DATABASE old;
+CREATE DATABASE fresh;
+CREATE ROLE up_owner;
+CREATE ROLE up_sender;
+CREATE ROLE up_receiver;
+CREATE ROLE up_nobody;
+));
+sql(q(
+CREATE EXTENSION queue VERSION '1.0';
+GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
+GRANT CREATE ON DATABASE old TO up_owner;
+));
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.0', 'installed 1.0');
+
+# state made by 1.0's own functions (the owner creates; the superuser,
+# who holds everything, sends and receives)
+sql(q(
+SET ROLE up_owner;
+SELECT queue.create('up_dlq');
+SELECT queue.create('up_std', dead_letter_queue => 'up_dlq', max_receive_count => 1,
+					visibility_timeout => '1 hour', tags => '{"env": "test"}');
+SELECT queue.create('up_fifo', fifo => true, content_based_deduplication => true);
+SELECT queue.grant('up_std', 'up_sender', '{send}');
+SELECT queue.grant('up_std', 'up_receiver', '{receive}');
+SELECT queue.grant('up_fifo', 'up_sender', '{send, receive}');
+RESET ROLE;
+SELECT queue.send('up_std', 's-visible', attributes => '{"k": "v"}');
+SELECT queue.send('up_std', 's-delayed', delay => '2 hours');
+SELECT queue.send('up_std', 's-inflight', deduplication_id => 'up-dd');
+SELECT queue.send('up_std', 's-dead');
+SELECT queue.send_batch('up_fifo', ARRAY['f1', 'f2', 'f3'], message_group_ids => ARRAY['a', 'a', 'b']);
+));
+# s-visible, s-inflight and s-dead leased; s-dead's lease ended and
+# received again: past max_receive_count 1, a dead letter
+my $receipt = sql(q(
+SELECT string_agg(receipt, ',' ORDER BY body) FROM queue.receive('up_std', 3)
+WHERE body = 's-inflight';
+));
+sql(q(
+UPDATE queue_data.q2 SET visible_at = now() - interval '1 second' WHERE body IN ('s-dead', 's-visible');
+SELECT count(*) FROM queue.receive('up_std', 10, visibility_timeout => '0');
+SELECT count(*) FROM queue.receive('up_fifo', 1, visibility_timeout => '1 hour');
+));
+is(sql("SELECT string_agg(body, ',' ORDER BY body) FROM queue.peek('up_dlq')"), 's-dead,s-visible',
+	'1.0 moved the dead letters');
+
+my $peek = q(
+SELECT string_agg(format('%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s', q.queue_name, m.message_id, m.body,
+						 m.attributes, m.message_group_id, m.deduplication_id, m.sequence_number,
+						 m.receive_count, m.sent_at, m.first_received_at, m.visible_at),
+				  E'\n' ORDER BY q.queue_name)
+FROM queue.queues q, LATERAL queue.peek(q.queue_name, 1000) m;
+);
+my $attributes = q(
+SELECT string_agg(format('%s', row(q.*)), E'\n' ORDER BY q.queue_id) FROM queue.queues q;
+);
+my $before_peek = sql($peek);
+my $before_attributes = sql($attributes);
+my $before_dedup = sql(q(SELECT d.deduplication_id FROM queue_data.d2 d));
+
+sql('ALTER EXTENSION queue UPDATE');
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.1', 'updated to 1.1');
+
+# every message and attribute as it was
+is(sql($peek), $before_peek, 'every message unchanged, in delivery order');
+is(sql($attributes), $before_attributes, 'every queue with its attributes and owner unchanged');
+is(sql("SELECT string_agg(owner::text, ',') FROM queue.queues"), 'up_owner,up_owner,up_owner',
+	'the owner is a role');
+
+# the rules still hold
+is(sql("SELECT format('%s %s', message_id, duplicate) FROM queue.send('up_std', 'again', deduplication_id => 'up-dd')"),
+	sql("SELECT message_id FROM queue.peek('up_std') WHERE body = 's-inflight'") . ' t',
+	'a deduplication id from before the upgrade still finds its original');
+is(sql("SELECT duplicate FROM queue.send('up_fifo', 'f2', message_group_id => 'a')"), 't',
+	'content-based deduplication from before the upgrade');
+is(sql("SELECT string_agg(body, ',') FROM queue.receive('up_std', 10)"), '',
+	'in flight and delayed messages stay invisible');
+is(sql("SELECT queue.delete('up_std', '$receipt')"), 't',
+	'a receipt from before the upgrade deletes its message');
+is(sql("SELECT string_agg(body, ',') FROM queue.receive('up_fifo', 10)"), 'f3',
+	'a FIFO group in flight stays blocked; the other delivers');
+is(sql("SELECT queue.redrive('up_dlq')"), '2', 'dead letters redrive');
+
+# grants, now the message table's: each role holds what it held
+sub as_role
+{
+	my ($role, $query) = @_;
+	my ($rc, $out, $err) = $node->psql('old', "SET ROLE $role; $query");
+	return $rc == 0 ? 'ok' : ($err =~ /permission denied/ ? 'denied' : $err);
+}
+is(as_role('up_sender', "SELECT queue.send('up_std', 'x')"), 'ok', 'sender sends');
+is(as_role('up_sender', "SELECT queue.receive('up_std')"), 'denied', 'sender may not receive');
+is(as_role('up_receiver', "SELECT queue.receive('up_std')"), 'ok', 'receiver receives');
+is(as_role('up_receiver', "SELECT queue.send('up_std', 'x')"), 'denied', 'receiver may not send');
+is(as_role('up_sender', "SELECT queue.receive('up_fifo')"), 'ok', 'FIFO grants too');
+is(as_role('up_nobody', "SELECT queue.send('up_std', 'x')"), 'denied', 'others hold nothing');
+is(as_role('up_owner', "SELECT queue.purge('up_fifo')"), 'ok', 'the owner manages');
+is(as_role('up_nobody', "SELECT count(*) FROM queue.queues"), 'ok', 'the view answers everyone');
+is($node->safe_psql('old', "SET ROLE up_nobody; SELECT count(*) FROM queue.queues"), '0',
+	'and shows a role only its queues');
+my ($rc, $out, $err) = $node->psql('old', 'DROP ROLE up_sender');
+like($err, qr/cannot be dropped because some objects depend on it/, 'a grantee cannot be dropped');
+is(sql("SELECT count(*) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'queue' AND c = 'queue._secret'::regclass"),
+	'0', 'the receipt key is no longer dumped');
+
+# the upgraded catalog equals a fresh install's: pg_dump --schema-only
+# (the per-queue tables aside) and every member object's definition
+$node->safe_psql('fresh', q(
+CREATE EXTENSION queue;
+GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
+));
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.1',
+	'a fresh install is 1.1');
+sub schema_dump
+{
+	my ($db) = @_;
+	my $dump = `pg_dump --schema-only --no-owner --exclude-table='queue_data.*' -d '@{[ $node->connstr($db) ]}'`;
+	$dump =~ s/^\\(un)?restrict .*$//mg;
+	$dump =~ s/^--.*$//mg;
+	$dump =~ s/\b$db\b/DB/g;
+	return $dump;
+}
+is(schema_dump('old'), schema_dump('fresh'), 'pg_dump --schema-only is the same');
+my $members = q(
+SELECT string_agg(d, E'\n' ORDER BY d) FROM (
+	SELECT pg_describe_object(dep.classid, dep.objid, dep.objsubid) || ' ' ||
+		   coalesce(CASE dep.classid
+				WHEN 'pg_proc'::regclass THEN
+					(SELECT pg_get_functiondef(p.oid) || coalesce(p.proacl::text, '')
+					 FROM pg_proc p WHERE p.oid = dep.objid AND p.prokind <> 'a')
+				WHEN 'pg_class'::regclass THEN
+					(SELECT c.relkind::text || coalesce(c.relacl::text, '') || coalesce(pg_get_viewdef(c.oid), '') ||
+							(SELECT string_agg(a.attname || ' ' || format_type(a.atttypid, a.atttypmod) ||
+											   coalesce(' default ' || pg_get_expr(ad.adbin, ad.adrelid), ''),
+											   ', ' ORDER BY a.attnum)
+							 FROM pg_attribute a LEFT JOIN pg_attrdef ad ON ad.adrelid = a.attrelid AND ad.adnum = a.attnum
+							 WHERE a.attrelid = c.oid AND a.attnum > 0 AND NOT a.attisdropped)
+					 FROM pg_class c WHERE c.oid = dep.objid)
+				WHEN 'pg_namespace'::regclass THEN
+					(SELECT coalesce(n.nspacl::text, '') FROM pg_namespace n WHERE n.oid = dep.objid)
+			END, '') ||
+		   coalesce(' -- ' || obj_description(dep.objid, dep.classid::regclass::name), '') AS d
+	FROM pg_depend dep
+	WHERE dep.refclassid = 'pg_extension'::regclass AND dep.deptype = 'e'
+	  AND dep.refobjid = (SELECT oid FROM pg_extension WHERE extname = 'queue')) m;
+);
+my $fresh_members = $node->safe_psql('fresh', $members);
+is(sql($members), $fresh_members, 'every member object is defined the same');
+like($fresh_members, qr/function queue\."create"/, 'the member list is not empty');
+
+$node->stop;
+done_testing();
