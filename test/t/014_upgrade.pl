@@ -181,5 +181,22 @@ my $fresh_members = $node->safe_psql('fresh', $members);
 is(sql($members), $fresh_members, 'every member object is defined the same');
 like($fresh_members, qr/function queue\."create"/, 'the member list is not empty');
 
+# CREATE EXTENSION refuses a schema "queue" that a non-superuser made
+# beforehand (it would own the API's schema); one a superuser made, as a
+# dump's restore does, is fine
+$node->safe_psql('postgres', q(
+CREATE DATABASE squatted;
+CREATE ROLE up_squatter;
+));
+$node->safe_psql('squatted', 'CREATE SCHEMA queue AUTHORIZATION up_squatter');
+($rc, $out, $err) = $node->psql('squatted', 'CREATE EXTENSION queue');
+like($err, qr/schema "queue" is owned by role "up_squatter", who is not a superuser/,
+	'CREATE EXTENSION refuses a schema queue owned by another role');
+is($node->safe_psql('squatted', "SELECT count(*) FROM pg_extension WHERE extname = 'queue'"), '0',
+	'and installs nothing');
+$node->safe_psql('squatted', 'DROP SCHEMA queue; CREATE SCHEMA queue; CREATE EXTENSION queue');
+is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.1',
+	'a schema queue that a superuser made is used');
+
 $node->stop;
 done_testing();
