@@ -110,15 +110,22 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" RETURNING message_id, receipt, message_group_id",
 		2, {INT8ARRAYOID, INT8ARRAYOID}
 	},
+
+	/*
+	 * Only a lease still running ($4: now) is changed; one whose
+	 * visible_at has passed has ended, and settle.c tells that miss from
+	 * a stale receipt.
+	 */
 	[QP_CHANGE_VIS] = {
-		"UPDATE {q} SET visible_at = $3 WHERE message_id = $1 AND receipt = $2",
-		3, {INT8OID, INT8OID, TIMESTAMPTZOID}
+		"UPDATE {q} SET visible_at = $3"
+		" WHERE message_id = $1 AND receipt = $2 AND visible_at > $4",
+		4, {INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID}
 	},
 	[QP_CHANGE_VIS_BATCH] = {
 		"UPDATE {q} SET visible_at = $3"
-		" WHERE message_id = ANY ($1) AND receipt = ANY ($2)"
+		" WHERE message_id = ANY ($1) AND receipt = ANY ($2) AND visible_at > $4"
 		" RETURNING message_id, receipt, message_group_id",
-		3, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}
+		4, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
 	},
 
 	[QP_RECEIPTS_OF] = {
