@@ -110,15 +110,22 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" RETURNING message_id, receipt, message_group_id",
 		2, {INT8ARRAYOID, INT8ARRAYOID}
 	},
+
+	/*
+	 * Only a lease still running ($4: now) is changed; one whose
+	 * visible_at has passed has ended, and settle.c tells that miss from
+	 * a stale receipt.
+	 */
 	[QP_CHANGE_VIS] = {
-		"UPDATE {q} SET visible_at = $3 WHERE message_id = $1 AND receipt = $2",
-		3, {INT8OID, INT8OID, TIMESTAMPTZOID}
+		"UPDATE {q} SET visible_at = $3"
+		" WHERE message_id = $1 AND receipt = $2 AND visible_at > $4",
+		4, {INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID}
 	},
 	[QP_CHANGE_VIS_BATCH] = {
 		"UPDATE {q} SET visible_at = $3"
-		" WHERE message_id = ANY ($1) AND receipt = ANY ($2)"
+		" WHERE message_id = ANY ($1) AND receipt = ANY ($2) AND visible_at > $4"
 		" RETURNING message_id, receipt, message_group_id",
-		3, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID}
+		4, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
 	},
 
 	[QP_RECEIPTS_OF] = {
@@ -245,26 +252,38 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 
 	/*
 	 * The FIFO lease.  Walk the available groups oldest head first (at
-	 * most $6), skipping groups someone holds and those in $7, and from
-	 * each take its visible messages in order, until max_messages ($5):
-	 * one group gives as many as it can before the next fills the batch.
-	 * The walk is a nested loop pulled by the LIMIT, so a group is locked
-	 * only when the batch still needs messages.  The groups delivered from
-	 * are blocked until the leases end: those of the rows u leased, not of
-	 * c, since a candidate read from the statement's snapshot may have
-	 * been deleted since (the group row locked is its newest version, the
-	 * messages are not).  Rows come back in no order:
-	 * receive.c puts them in delivery order, which costs less there than
-	 * a window, a join and a sort here.  (A group locked but not needed
-	 * stays locked until the receiving transaction ends, which is why a
-	 * receive inside a transaction block takes one group per statement:
-	 * receive.c.)
+	 * most $6; null: no limit), skipping groups someone holds and those in
+	 * $7, and from each take its visible messages in order, until
+	 * max_messages ($5): one group gives as many as it can before the next
+	 * fills the batch.  The walk is a nested loop pulled by the LIMIT, so
+	 * a group is locked only when the batch still needs messages.
+	 *
+	 * A group whose messages have all expired (sent_at + retention passed,
+	 * $4) but are not swept yet gives nothing, and must not stop the walk:
+	 * correctness never waits for the worker.  With no group limit (a
+	 * receive outside a transaction block) the walk goes on past it; with
+	 * one (inside a block, one group per statement) only a group with a
+	 * message to give is taken, which the EXISTS checks.  It is evaluated
+	 * only then, so the usual receive pays nothing for it.
+	 *
+	 * The groups delivered from are blocked until the leases end: those of
+	 * the rows u leased, not of c, since a candidate read from the
+	 * statement's snapshot may have been deleted since (the group row
+	 * locked is its newest version, the messages are not).  Rows come back
+	 * in no order: receive.c puts them in delivery order, which costs less
+	 * there than a window, a join and a sort here.  (A group locked but not
+	 * needed stays locked until the receiving transaction ends, which is
+	 * why a receive inside a transaction block takes one group per
+	 * statement: receive.c.)
 	 */
 	[QP_FIFO_RECEIVE] = {
 		"WITH c AS MATERIALIZED ("
 		"  SELECT x.message_id, g.message_group_id"
-		"  FROM (SELECT message_group_id, head_seq FROM {g}"
+		"  FROM (SELECT message_group_id, head_seq FROM {g} g"
 		"   WHERE available_at <= $1 AND message_group_id <> ALL ($7)"
+		"    AND ($6 IS NULL OR EXISTS (SELECT FROM {q} m"
+		"     WHERE m.message_group_id = g.message_group_id"
+		"      AND m.visible_at <= $1 AND m.sent_at > $4))"
 		"   ORDER BY head_seq LIMIT $6 FOR UPDATE SKIP LOCKED) g"
 		"  CROSS JOIN LATERAL ("
 		"   SELECT m.message_id FROM {q} m"
@@ -327,10 +346,19 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		7, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID,
 		INT8ARRAYOID}
 	},
+
+	/*
+	 * The FIFO form: its groups (g) are read whole before the lease (c)
+	 * sorts them, so $6 always limits them, and only groups that have a
+	 * message to give count, as in QP_FIFO_RECEIVE: a group whose messages
+	 * all expired unswept must not fill the limit.
+	 */
 	[QP_FIFO_RECEIVE_DLQ] = {
 		"WITH g AS MATERIALIZED ("
-		"  SELECT message_group_id, head_seq FROM {g}"
+		"  SELECT message_group_id, head_seq FROM {g} g"
 		"  WHERE available_at <= $1 AND message_group_id <> ALL ($7)"
+		"   AND EXISTS (SELECT FROM {q} m WHERE m.message_group_id = g.message_group_id"
+		"    AND m.visible_at <= $1 AND m.sent_at > $4 AND m.message_id <> ALL ($9))"
 		"  ORDER BY head_seq LIMIT $6 FOR UPDATE SKIP LOCKED),"
 		FIFO_DLQ_LEASE,
 		9, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID,

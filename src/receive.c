@@ -283,8 +283,9 @@ record_attempt(QueueMeta *q, text *attempt, TimestampTz now, uint64 nonce,
 
 /*
  * One receive statement: lease up to want messages (on a FIFO queue from
- * at most group_limit groups, none of those already touched), move the
- * ones received too often to the dead-letter queue, emit the rest.
+ * at most group_limit groups, 0 for no limit, none of those already
+ * touched), move the ones received too often to the dead-letter queue,
+ * emit the rest.
  * Returns the number of rows the statement produced (deliveries and
  * moves); *moved tells how many of them were moves.
  */
@@ -294,6 +295,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 			 int group_limit, Received *got, uint64 *moved)
 {
 	Datum		args[9];
+	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	SPITupleTable *tt;
 	uint64		nrows;
 	int			rc;
@@ -306,6 +308,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	if (q->fifo)
 	{
 		args[5] = Int32GetDatum(group_limit);
+		nulls[5] = group_limit > 0 ? ' ' : 'n';
 		args[6] = kind == QP_FIFO_RECEIVE_DLQ_MORE ?
 			queue_text_array(got->nmoved_groups, got->moved_groups, NULL) :
 			queue_text_array(got->ngroups, got->groups, NULL);
@@ -317,7 +320,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 		args[5] = Int32GetDatum(q->max_receive_count);
 		args[6] = queue_int8_array(got->n, got->ids);
 	}
-	rc = SPI_execute_plan(queue_plan(q, kind), args, NULL, false, 0);
+	rc = SPI_execute_plan(queue_plan(q, kind), args, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE_RETURNING && rc != SPI_OK_SELECT)
 		elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
 	tt = SPI_tuptable;
@@ -386,11 +389,21 @@ receive_try(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	{
 		uint64		moved;
 		uint64		rows;
+		int			group_limit;
 
+		/*
+		 * Groups one statement may take: one in a transaction block; else
+		 * as many as the batch needs, which QP_FIFO_RECEIVE's walk finds
+		 * without a limit (it is pulled by the batch's; see plans.c).
+		 */
+		if (group_by_group)
+			group_limit = 1;
+		else if (kind == QP_FIFO_RECEIVE)
+			group_limit = 0;
+		else
+			group_limit = max_messages - got->n;
 		rows = receive_step(rsinfo, q, kind, now, vt, nonce,
-							max_messages - got->n,
-							group_by_group ? 1 : max_messages - got->n,
-							got, &moved);
+							max_messages - got->n, group_limit, got, &moved);
 
 		/*
 		 * Messages moved to the dead-letter queue leave room in the batch:

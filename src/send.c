@@ -53,6 +53,35 @@ body_text(Datum d, bool is_jsonb, QueueMeta *q, const char *argname)
 	return t;
 }
 
+/*
+ * A message's size is its body plus its attributes, as SQS counts both
+ * toward the size limit.  Attributes count as the length of their text form
+ * (attributes::text, what a receive returns), not their stored jsonb size:
+ * the text is what a user sees and can predict, the binary layout is not.
+ * The body was checked alone by body_text.
+ */
+static void
+check_message_size(QueueMeta *q, Datum body, Datum attrs, bool attrs_null,
+				   const char *argname)
+{
+	Jsonb	   *jb;
+	int64		body_len;
+	int64		attrs_len;
+
+	if (attrs_null)
+		return;
+	jb = DatumGetJsonbP(attrs);
+	body_len = VARSIZE_ANY_EXHDR(DatumGetPointer(body));
+	attrs_len = strlen(JsonbToCString(NULL, &jb->root, VARSIZE(jb)));
+	if (body_len + attrs_len > q->max_message_size)
+		ereport(ERROR,
+				(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+				 errmsg("argument \"%s\" makes the message " INT64_FORMAT " bytes, over the queue's max_message_size of %d",
+						argname, body_len + attrs_len, q->max_message_size),
+				 errdetail("The body is " INT64_FORMAT " bytes and the attributes' text form " INT64_FORMAT "; max_message_size counts both.",
+						   body_len, attrs_len)));
+}
+
 /* Attributes, when given, are a JSON object of name to value. */
 static void
 check_attributes(Jsonb *attrs, const char *argname)
@@ -369,6 +398,7 @@ queue_send(PG_FUNCTION_ARGS)
 		bool		dnull = (dedup == NULL);
 		bool		anull = PG_ARGISNULL(5);
 
+		check_message_size(q, body, attrs, anull, "attributes");
 		b.n = 1;
 		b.bodies = &body;
 		b.groups = &g;
@@ -392,6 +422,7 @@ queue_send(PG_FUNCTION_ARGS)
 	args[4] = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
 	nulls[4] = PG_ARGISNULL(5) ? 'n' : ' ';
 	args[5] = PointerGetDatum(body_text(PG_GETARG_DATUM(1), is_jsonb, q, "body"));
+	check_message_size(q, args[5], args[4], PG_ARGISNULL(5), "attributes");
 
 	rc = SPI_execute_plan(queue_plan(q, QP_SEND), args, nulls, false, 0);
 	if (rc != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
@@ -470,11 +501,14 @@ queue_send_batch(PG_FUNCTION_ARGS)
 	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_SEND);
 	delay = send_delay(fcinfo, q);
 
-	/* Bodies become text, each checked against the size limit. */
+	/* Bodies become text, each checked with its attributes against the size limit. */
 	deconstruct_array(bodies, is_jsonb ? JSONBOID : TEXTOID, -1, false,
 					  TYPALIGN_INT, &b.bodies, NULL, &b.n);
 	for (int i = 0; i < b.n; i++)
+	{
 		b.bodies[i] = PointerGetDatum(body_text(b.bodies[i], is_jsonb, q, "bodies"));
+		check_message_size(q, b.bodies[i], b.attrs[i], b.attr_nulls[i], "attributes");
+	}
 
 	send_general(rsinfo, q, &b, delay, true);
 	queue_close(&call);

@@ -8,7 +8,11 @@
  * latest receipt acts.  When fewer rows match than were asked for, a second
  * look tells why for each miss: the row still exists with another nonce
  * (the receipt is stale: 55000, and the whole call fails, so a batch never
- * acts in part) or the row is gone (already deleted: false).
+ * acts in part) or the row is gone (already deleted: false).  A visibility
+ * change also needs the lease to be running: once the message's visible_at
+ * has passed, its latest receipt finds the row with its own nonce, and the
+ * change is refused as well (55000, SQS's MessageNotInflight); without that
+ * a lease could be extended forever after it ended.
  *
  *-------------------------------------------------------------------------
  */
@@ -63,6 +67,20 @@ stale(int64 message_id)
 }
 
 /*
+ * A visibility change with the latest receipt of a message whose lease has
+ * ended (SQS's MessageNotInflight): it is visible again, for anyone.
+ */
+static void
+lease_ended(int64 message_id)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 errmsg("receipt of message " INT64_FORMAT " is for a lease that has ended", message_id),
+			 errdetail("The message's visibility timeout has passed: it is visible again, not in flight."),
+			 errhint("Receive the message again for a new lease.")));
+}
+
+/*
  * Mark the batch entries that the statement just run acted on (its
  * RETURNING gives message_id, receipt), failing if a row was matched
  * through another entry's receipt: the loose ANY/ANY match of plans.c is
@@ -97,10 +115,12 @@ mark_done(ReceiptBatch *b, bool first_only)
 
 /*
  * For the entries not acted on: fail if any of their messages still exists
- * (its receipt is stale); those that are gone were deleted already.
+ * (its receipt is stale, or, for a visibility change, the row still has
+ * the entry's own receipt: its lease has ended); those that are gone were
+ * deleted already.
  */
 static void
-check_misses(QueueMeta *q, ReceiptBatch *b)
+check_misses(QueueMeta *q, ReceiptBatch *b, bool visibility)
 {
 	Datum	   *missing = palloc(b->n * sizeof(Datum));
 	int			nmissing = 0;
@@ -114,15 +134,23 @@ check_misses(QueueMeta *q, ReceiptBatch *b)
 		return;
 	arg = PointerGetDatum(construct_array(missing, nmissing, INT8OID, 8,
 										  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	rc = SPI_execute_plan(queue_plan(q, QP_RECEIPTS_OF), &arg, NULL, false, 1);
+	rc = SPI_execute_plan(queue_plan(q, QP_RECEIPTS_OF), &arg, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "queue receipt check failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed > 0)
+	for (uint64 r = 0; r < SPI_processed; r++)
 	{
 		bool		isnull;
+		int64		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r],
+													 SPI_tuptable->tupdesc, 1, &isnull));
+		Datum		nonce = SPI_getbinval(SPI_tuptable->vals[r],
+										  SPI_tuptable->tupdesc, 2, &isnull);
 
-		stale(DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-										  SPI_tuptable->tupdesc, 1, &isnull)));
+		if (visibility && !isnull)
+			for (int i = 0; i < b->n; i++)
+				if (!b->done[i] && b->ids[i] == id &&
+					b->nonces[i] == (uint64) DatumGetInt64(nonce))
+					lease_ended(id);
+		stale(id);
 	}
 }
 
@@ -143,12 +171,15 @@ emit_batch(FunctionCallInfo fcinfo, ReceiptBatch *b)
 
 /*
  * Run a batch statement (delete or change visibility) over the receipts
- * and classify the misses.  extra is the statement's third parameter.
+ * and classify the misses.  A visibility change gives its statement the
+ * new visible_at and the time of the call (only leases still running at
+ * that time change).
  */
 static int
-settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b, Datum extra)
+settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b,
+			 TimestampTz visible_at, TimestampTz now)
 {
-	Datum		args[3];
+	Datum		args[4];
 	int			rc;
 	int			ndone = 0;
 	Datum	   *groups = NULL;
@@ -160,7 +191,8 @@ settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b, Datum extra)
 
 	args[0] = queue_int8_array(b->n, b->ids);
 	args[1] = queue_int8_array(b->n, (int64 *) b->nonces);
-	args[2] = extra;
+	args[2] = TimestampTzGetDatum(visible_at);
+	args[3] = TimestampTzGetDatum(now);
 	rc = SPI_execute_plan(queue_plan(q, kind), args, NULL, false, 0);
 	if (rc != SPI_OK_DELETE_RETURNING && rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "queue batch failed: %s", SPI_result_code_string(rc));
@@ -172,7 +204,7 @@ settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b, Datum extra)
 		ngroups = queue_spi_groups(3, &groups);
 		ngroups = queue_sort_unique_texts(groups, ngroups);
 	}
-	check_misses(q, b);
+	check_misses(q, b, kind == QP_CHANGE_VIS_BATCH);
 	if (q->fifo)
 	{
 		queue_fifo_refresh_groups(q, ngroups, groups);
@@ -209,7 +241,7 @@ queue_delete(PG_FUNCTION_ARGS)
 		b.ids = &id;
 		b.nonces = &nonce;
 		b.done = (bool[1]) {false};
-		if (settle_batch(q, QP_DELETE_BATCH, &b, (Datum) 0) > 0)
+		if (settle_batch(q, QP_DELETE_BATCH, &b, 0, 0) > 0)
 			queue_count(q->id, QC_DELETED, 1);
 		queue_close(&call);
 		PG_RETURN_BOOL(b.done[0]);
@@ -232,7 +264,7 @@ queue_delete(PG_FUNCTION_ARGS)
 	b.ids = &id;
 	b.nonces = &nonce;
 	b.done = (bool[1]) {false};
-	check_misses(q, &b);
+	check_misses(q, &b, false);
 	queue_close(&call);
 	PG_RETURN_BOOL(false);
 }
@@ -253,7 +285,7 @@ queue_delete_batch(PG_FUNCTION_ARGS)
 
 	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_RECEIVE);
 	parse_batch(PG_GETARG_ARRAYTYPE_P(1), q->id, &b);
-	ndone = settle_batch(q, QP_DELETE_BATCH, &b, (Datum) 0);
+	ndone = settle_batch(q, QP_DELETE_BATCH, &b, 0, 0);
 	if (ndone > 0)
 		queue_count(q->id, QC_DELETED, ndone);
 	emit_batch(fcinfo, &b);
@@ -262,8 +294,8 @@ queue_delete_batch(PG_FUNCTION_ARGS)
 }
 
 /* The new lease deadline: now + visibility_timeout (0 to 12 hours). */
-static Datum
-new_visible_at(FunctionCallInfo fcinfo, int argno, QueueMeta *q)
+static TimestampTz
+new_visible_at(FunctionCallInfo fcinfo, int argno, QueueMeta *q, TimestampTz now)
 {
 	int64		vt = queue_arg_interval(fcinfo, argno, "visibility_timeout", 0,
 										QUEUE_MAX_VISIBILITY, -1);
@@ -271,7 +303,7 @@ new_visible_at(FunctionCallInfo fcinfo, int argno, QueueMeta *q)
 	/* Handing a message back early may let a waiting receiver have it. */
 	if (vt == 0)
 		queue_note_wakeup(q->id);
-	return TimestampTzGetDatum(GetCurrentTimestamp() + vt);
+	return now + vt;
 }
 
 /* queue.change_visibility(queue_name, receipt, visibility_timeout) */
@@ -282,7 +314,9 @@ queue_change_visibility(PG_FUNCTION_ARGS)
 	QueueMeta  *q;
 	int64		id;
 	uint64		nonce;
-	Datum		args[3];
+	TimestampTz now;
+	TimestampTz visible_at;
+	Datum		args[4];
 	int			rc;
 
 	queue_arg_notnull(fcinfo, 0, "queue_name");
@@ -292,14 +326,15 @@ queue_change_visibility(PG_FUNCTION_ARGS)
 
 	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_RECEIVE);
 	queue_receipt_parse(PG_GETARG_TEXT_PP(1), q->id, &id, &nonce);
-	args[2] = new_visible_at(fcinfo, 2, q);
+	now = GetCurrentTimestamp();
+	visible_at = new_visible_at(fcinfo, 2, q, now);
 
 	/* FIFO changes lock and refresh the group: the batch path does that. */
 	if (q->fifo)
 	{
 		ReceiptBatch b = {1, &id, &nonce, (bool[1]) {false}};
 
-		(void) settle_batch(q, QP_CHANGE_VIS_BATCH, &b, args[2]);
+		(void) settle_batch(q, QP_CHANGE_VIS_BATCH, &b, visible_at, now);
 		if (!b.done[0])
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
@@ -310,6 +345,8 @@ queue_change_visibility(PG_FUNCTION_ARGS)
 
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum((int64) nonce);
+	args[2] = TimestampTzGetDatum(visible_at);
+	args[3] = TimestampTzGetDatum(now);
 	rc = SPI_execute_plan(queue_plan(q, QP_CHANGE_VIS), args, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "queue change_visibility failed: %s", SPI_result_code_string(rc));
@@ -317,7 +354,7 @@ queue_change_visibility(PG_FUNCTION_ARGS)
 	{
 		ReceiptBatch b = {1, &id, &nonce, (bool[1]) {false}};
 
-		check_misses(q, &b);
+		check_misses(q, &b, true);
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("message " INT64_FORMAT " was deleted", id)));
@@ -333,6 +370,7 @@ queue_change_visibility_batch(PG_FUNCTION_ARGS)
 	QueueCall	call;
 	QueueMeta  *q;
 	ReceiptBatch b;
+	TimestampTz now;
 
 	queue_arg_notnull(fcinfo, 0, "queue_name");
 	queue_arg_notnull(fcinfo, 1, "receipts");
@@ -342,7 +380,8 @@ queue_change_visibility_batch(PG_FUNCTION_ARGS)
 
 	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_RECEIVE);
 	parse_batch(PG_GETARG_ARRAYTYPE_P(1), q->id, &b);
-	(void) settle_batch(q, QP_CHANGE_VIS_BATCH, &b, new_visible_at(fcinfo, 2, q));
+	now = GetCurrentTimestamp();
+	(void) settle_batch(q, QP_CHANGE_VIS_BATCH, &b, new_visible_at(fcinfo, 2, q, now), now);
 	emit_batch(fcinfo, &b);
 	queue_close(&call);
 	return (Datum) 0;

@@ -237,8 +237,9 @@ BEGIN;
 SELECT count(*) FROM queue.receive('err_q', 1000, visibility_timeout => '12 hours', wait => '0');
 SELECT count(*) FROM queue.peek('err_q', 2147483647);
 SELECT queue.change_visibility('err_q', :'r', '12 hours');
-SELECT queue.change_visibility('err_q', :'r', '0');
 SELECT * FROM queue.change_visibility_batch('err_q', ARRAY[:'r'], '12 hours');
+-- (last: '0' ends the lease, which can then no longer be changed)
+SELECT queue.change_visibility('err_q', :'r', '0');
 ROLLBACK;
 SELECT pg_temp.state('err_q') = :'before' AS unchanged;
 
