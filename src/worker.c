@@ -11,8 +11,10 @@
  * until CREATE EXTENSION asks for a worker (queue._register), which also
  * wakes the launcher at once.  A worker that stops for any other reason is
  * started again.  DROP DATABASE (and CREATE DATABASE from a template that
- * has a worker) first asks the database's worker to leave, so it never
- * holds up the command.
+ * has a worker, and ALTER DATABASE RENAME) first asks the database's worker
+ * to leave, so it never holds up the command; only when the role may run
+ * the command on that database (its owner or a superuser), so nobody else
+ * can stop a worker by issuing one that is then refused.
  *
  * The worker sweeps each queue in short transactions of at most
  * SWEEP_BATCH rows that skip locked rows, so it never waits on senders or
@@ -47,6 +49,7 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -327,6 +330,23 @@ queue_reset_counters_sql(PG_FUNCTION_ARGS)
  * ------------------------------------------------------------------------
  */
 
+/*
+ * May the current role make a database's worker leave?  Only its owner or
+ * a superuser (DESIGN "Access"), who are also the only ones PostgreSQL
+ * lets drop, rename or copy a database that is not a template.  Anyone
+ * else is refused by the command itself, after this hook: the worker must
+ * not have been stopped by then.
+ */
+static bool
+may_stop_worker_of(Oid dbid)
+{
+#if PG_VERSION_NUM >= 160000
+	return object_ownercheck(DatabaseRelationId, dbid, GetUserId());
+#else
+	return pg_database_ownercheck(dbid, GetUserId());
+#endif
+}
+
 static void
 stop_worker_of(const char *dbname)
 {
@@ -334,6 +354,9 @@ stop_worker_of(const char *dbname)
 	pid_t		pid = 0;
 
 	if (!OidIsValid(dbid) || queue_shared == NULL)
+		return;
+	/* Nor our own database: no command drops, renames or copies that. */
+	if (dbid == MyDatabaseId || !may_stop_worker_of(dbid))
 		return;
 	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
 	{
