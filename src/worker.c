@@ -326,7 +326,9 @@ queue_reset_counters_sql(PG_FUNCTION_ARGS)
 }
 
 /* ------------------------------------------------------------------------
- * DROP DATABASE: make the database's worker leave first
+ * Utility hook: DROP DATABASE makes the database's worker leave first;
+ * PREPARE TRANSACTION and COMMIT / ROLLBACK PREPARED tell stats.c the GID
+ * whose counts and wake-ups to keep, apply or drop
  * ------------------------------------------------------------------------
  */
 
@@ -385,8 +387,24 @@ queue_utility_hook(PlannedStmt *pstmt, const char *queryString,
 				   DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *stmt = pstmt->utilityStmt;
+	char		finish_gid[GIDSIZE] = "";
+	bool		finish_commit = false;
 
-	if (IsA(stmt, DropdbStmt))
+	if (IsA(stmt, TransactionStmt))
+	{
+		TransactionStmt *ts = (TransactionStmt *) stmt;
+
+		/* Two-phase commit: what a prepared transaction noted (stats.c). */
+		if (ts->kind == TRANS_STMT_PREPARE)
+			queue_prepare_gid(ts->gid);
+		else if (ts->kind == TRANS_STMT_COMMIT_PREPARED ||
+				 ts->kind == TRANS_STMT_ROLLBACK_PREPARED)
+		{
+			strlcpy(finish_gid, ts->gid, GIDSIZE);
+			finish_commit = ts->kind == TRANS_STMT_COMMIT_PREPARED;
+		}
+	}
+	else if (IsA(stmt, DropdbStmt))
 		stop_worker_of(((DropdbStmt *) stmt)->dbname);
 	else if (IsA(stmt, CreatedbStmt))
 	{
@@ -410,6 +428,10 @@ queue_utility_hook(PlannedStmt *pstmt, const char *queryString,
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
+
+	/* Only once PostgreSQL finished it: an error skips this. */
+	if (finish_gid[0] != '\0')
+		queue_finish_prepared(finish_gid, finish_commit);
 }
 
 void
