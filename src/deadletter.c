@@ -84,7 +84,7 @@ queue_dead_letter(QueueMeta *q, int n, const int64 *ids, Datum *groups)
 	if (moved > 0)
 	{
 		queue_count(q->id, QC_DEAD_LETTERED, (int64) moved);
-		queue_note_wakeup(dlq->id);
+		queue_note_arrival(dlq->id, (int64) moved);
 	}
 	return moved;
 }
@@ -192,8 +192,8 @@ queue_name_of(int64 id)
  * fresh deliveries: visible now, sent now, receive count 0, the
  * "queue.dead_letter" attribute and source dropped.  On a FIFO queue the id
  * is kept, so each comes back ahead of what it was ahead of; a standard
- * queue gives a new id, as SQS does (so id order stays send order, which
- * the expiry sweep relies on).
+ * queue gives a new id, as SQS does.  (So on a FIFO queue id order is not
+ * sent_at order; nothing relies on it, the expiry sweep included.)
  */
 static uint64
 redrive_to(QueueMeta *dlq, QueueMeta *dest, int n, int64 *ids, Datum *groups)
@@ -227,7 +227,7 @@ redrive_to(QueueMeta *dlq, QueueMeta *dest, int n, int64 *ids, Datum *groups)
 	moved = SPI_processed;
 	if (dest->fifo)
 		queue_fifo_add_moved_groups(dest, ngroups, ugroups);
-	queue_note_wakeup(dest->id);
+	queue_note_arrival(dest->id, (int64) moved);
 	return moved;
 }
 

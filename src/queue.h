@@ -208,6 +208,8 @@ extern void queue_forget_counters(int64 queue_id);
 extern void queue_forget_counters_at_commit(int64 queue_id);
 extern bool queue_counters_read(int64 queue_id, int64 *counts);
 extern int64 queue_sent_count(int64 queue_id);
+extern void queue_note_arrival(int64 queue_id, int64 n);
+extern int64 queue_arrival_count(int64 queue_id);
 extern void queue_register_at_commit(void);
 extern void queue_register_database(void);
 extern void queue_prepare_gid(const char *gid);
@@ -236,6 +238,7 @@ typedef struct QueueCounterEntry
 	Oid			dbid;			/* InvalidOid: free */
 	int64		queue_id;		/* 0: a dropped queue's slot, reusable */
 	pg_atomic_uint64 c[QC_NUM];
+	pg_atomic_uint64 arrived;	/* messages put in by moves, not sends */
 } QueueCounterEntry;
 
 /*
@@ -264,6 +267,7 @@ typedef struct QueuePreparedQueue
 {
 	int64		queue_id;
 	int64		c[QC_NUM];
+	int64		arrived;
 	bool		forget;
 	bool		wake_on_commit;
 	bool		wake_on_abort;

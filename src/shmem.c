@@ -172,6 +172,7 @@ queue_shmem_startup(void)
 			queue_shared->counters[i].queue_id = 0;
 			for (int c = 0; c < QC_NUM; c++)
 				pg_atomic_init_u64(&queue_shared->counters[i].c[c], 0);
+			pg_atomic_init_u64(&queue_shared->counters[i].arrived, 0);
 		}
 	}
 	LWLockRelease(AddinShmemInitLock);

@@ -49,6 +49,7 @@ typedef struct PendingQueue
 	bool		wake_on_commit;
 	bool		wake_on_abort;
 	int64		c[QC_NUM];
+	int64		arrived;		/* messages moved in (queue_note_arrival) */
 } PendingQueue;
 
 static PendingQueue *pending = NULL;
@@ -62,6 +63,7 @@ static char prepare_gid[GIDSIZE];
 static bool prepare_named = false;
 
 static void register_callbacks(void);
+static PendingQueue *pending_entry(int64 queue_id);
 
 /*
  * The counter entry of (dbid, queue_id) by linear probing from its hash,
@@ -97,6 +99,7 @@ counter_probe(Oid dbid, int64 queue_id, bool create)
 		return NULL;
 	for (int c = 0; c < QC_NUM; c++)
 		pg_atomic_write_u64(&reuse->c[c], 0);
+	pg_atomic_write_u64(&reuse->arrived, 0);
 	reuse->queue_id = queue_id;
 	reuse->dbid = dbid;
 	return reuse;
@@ -164,6 +167,26 @@ queue_sent_count(int64 queue_id)
 }
 
 /*
+ * How many messages have come into a queue, by committed sends and by
+ * moves (dead letters in, redrives back): the worker's sign that a queue
+ * it found empty is not any more.  -1 when that cannot be told: without
+ * shared memory, or for a queue that has no counter slot (all taken).
+ */
+int64
+queue_arrival_count(int64 queue_id)
+{
+	QueueCounterEntry *e;
+
+	if (queue_shared == NULL)
+		return -1;
+	e = counter_entry(queue_id, false);
+	if (e == NULL)
+		return -1;
+	return (int64) (pg_atomic_read_u64(&e->c[QC_SENT]) +
+					pg_atomic_read_u64(&e->arrived));
+}
+
+/*
  * A queue is dropped: its slot becomes reusable (and reads nothing).
  */
 void
@@ -182,7 +205,9 @@ queue_forget_counters(int64 queue_id)
 
 /*
  * A queue id is new (queue.create): zero any counters left by an earlier
- * queue of that id (ids restart when the extension is created again).
+ * queue of that id (ids restart when the extension is created again).  Its
+ * slot is made when the create commits (an empty note does that), so the
+ * worker can tell from the start whether anything arrived in it.
  */
 void
 queue_reset_counters(int64 queue_id)
@@ -193,8 +218,12 @@ queue_reset_counters(int64 queue_id)
 		return;
 	e = counter_entry(queue_id, false);
 	if (e != NULL)
+	{
 		for (int c = 0; c < QC_NUM; c++)
 			pg_atomic_write_u64(&e->c[c], 0);
+		pg_atomic_write_u64(&e->arrived, 0);
+	}
+	(void) pending_entry(queue_id);
 }
 
 /*
@@ -203,7 +232,7 @@ queue_reset_counters(int64 queue_id)
  * wakes are woken; at abort only those a receive wakes.
  */
 static void
-apply_counts(int64 queue_id, const int64 *counts, bool forget,
+apply_counts(int64 queue_id, const int64 *counts, int64 arrived, bool forget,
 			 bool wake, bool commit)
 {
 	if (commit && forget)
@@ -215,9 +244,13 @@ apply_counts(int64 queue_id, const int64 *counts, bool forget,
 		if (e == NULL)
 			e = counter_entry(queue_id, true);
 		if (e != NULL)
+		{
 			for (int c = 0; c < QC_NUM; c++)
 				if (counts[c] != 0)
 					pg_atomic_fetch_add_u64(&e->c[c], counts[c]);
+			if (arrived != 0)
+				pg_atomic_fetch_add_u64(&e->arrived, arrived);
+		}
 	}
 	if (wake)
 		queue_wake(queue_id);
@@ -230,7 +263,7 @@ flush_pending(bool commit)
 	{
 		PendingQueue *p = &pending[i];
 
-		apply_counts(p->queue_id, p->c, p->forget,
+		apply_counts(p->queue_id, p->c, p->arrived, p->forget,
 					 commit ? p->wake_on_commit : p->wake_on_abort, commit);
 	}
 	npending = 0;
@@ -304,6 +337,7 @@ keep_prepared(void)
 		}
 		for (int c = 0; c < QC_NUM; c++)
 			q->c[c] += p->c[c];
+		q->arrived += p->arrived;
 		q->forget |= p->forget;
 		q->wake_on_commit |= p->wake_on_commit;
 		q->wake_on_abort |= p->wake_on_abort;
@@ -344,7 +378,7 @@ queue_finish_prepared(const char *gid, bool commit)
 	{
 		QueuePreparedQueue *q = &done.queues[k];
 
-		apply_counts(q->queue_id, q->c, q->forget,
+		apply_counts(q->queue_id, q->c, q->arrived, q->forget,
 					 commit ? q->wake_on_commit : q->wake_on_abort, commit);
 	}
 	/* Queues it could not keep apart: wake every waiting receive. */
@@ -471,6 +505,19 @@ void
 queue_forget_counters_at_commit(int64 queue_id)
 {
 	pending_entry(queue_id)->forget = true;
+}
+
+/*
+ * n messages were moved into a queue (not sent): noted, at commit, for
+ * queue_arrival_count; wakes long-pollers as a send does.
+ */
+void
+queue_note_arrival(int64 queue_id, int64 n)
+{
+	PendingQueue *p = pending_entry(queue_id);
+
+	p->arrived += n;
+	p->wake_on_commit = true;
 }
 
 /* Wake long-pollers at commit without counting anything. */
