@@ -84,7 +84,7 @@ queue_dead_letter(QueueMeta *q, int n, const int64 *ids, Datum *groups)
 	if (moved > 0)
 	{
 		queue_count(q->id, QC_DEAD_LETTERED, (int64) moved);
-		queue_note_wakeup(dlq->id);
+		queue_note_arrival(dlq->id, (int64) moved);
 	}
 	return moved;
 }
@@ -192,8 +192,8 @@ queue_name_of(int64 id)
  * fresh deliveries: visible now, sent now, receive count 0, the
  * "queue.dead_letter" attribute and source dropped.  On a FIFO queue the id
  * is kept, so each comes back ahead of what it was ahead of; a standard
- * queue gives a new id, as SQS does (so id order stays send order, which
- * the expiry sweep relies on).
+ * queue gives a new id, as SQS does.  (So on a FIFO queue id order is not
+ * sent_at order; nothing relies on it, the expiry sweep included.)
  */
 static uint64
 redrive_to(QueueMeta *dlq, QueueMeta *dest, int n, int64 *ids, Datum *groups)
@@ -227,16 +227,17 @@ redrive_to(QueueMeta *dlq, QueueMeta *dest, int n, int64 *ids, Datum *groups)
 	moved = SPI_processed;
 	if (dest->fifo)
 		queue_fifo_add_moved_groups(dest, ngroups, ugroups);
-	queue_note_wakeup(dest->id);
+	queue_note_arrival(dest->id, (int64) moved);
 	return moved;
 }
 
 /*
  * queue.redrive(source_queue, destination_queue, max_messages): move the
- * dead letters of source_queue (not those someone is holding) back to the
- * queue each came from, or all to destination_queue; oldest first, in
- * batches of REDRIVE_BATCH, all in the caller's transaction.  Returns the
- * number moved.
+ * dead letters of source_queue (not those someone is holding, nor those
+ * past its retention) back to the queue each came from, or all to
+ * destination_queue; oldest first, in batches of REDRIVE_BATCH, all in the
+ * caller's transaction.  The caller needs manage on source_queue and send
+ * on every queue the call writes into.  Returns the number moved.
  */
 Datum
 queue_redrive(PG_FUNCTION_ARGS)
@@ -279,36 +280,42 @@ queue_redrive(PG_FUNCTION_ARGS)
 	while ((int64) total < limit)
 	{
 		int			batch = (int) Min(limit - (int64) total, REDRIVE_BATCH);
-		Oid			types[2] = {TIMESTAMPTZOID, INT4OID};
-		Datum		values[2];
+		Oid			types[3] = {TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID};
+		Datum		values[3];
+		TimestampTz now = GetCurrentTimestamp();
 		int			n;
 		int64	   *ids;
 		int64	   *srcs;
 		Datum	   *groups;
+		QueueMeta **tos;
+		bool	   *done;
 		int			rc;
 		uint64		moved_now = 0;
 
 		/*
-		 * The oldest dead letters nobody holds.  On a FIFO dead-letter queue
-		 * their groups are locked first; a group someone is receiving from
-		 * is left for a later redrive.
+		 * The oldest dead letters nobody holds and whose retention in the
+		 * dead-letter queue has not passed (those are expired, left for
+		 * the sweep).  On a FIFO dead-letter queue their groups are locked
+		 * first; a group someone is receiving from is left for a later
+		 * redrive.
 		 */
-		values[0] = TimestampTzGetDatum(GetCurrentTimestamp());
+		values[0] = TimestampTzGetDatum(now);
 		values[1] = Int32GetDatum(batch);
+		values[2] = TimestampTzGetDatum(now - dlq->retention);
 		if (dlq->fifo)
 			rc = SPI_execute_with_args(psprintf(
 				"WITH g AS (SELECT message_group_id FROM queue_data.g" INT64_FORMAT
 				"  WHERE available_at <= $1 ORDER BY 1 FOR UPDATE SKIP LOCKED)"
 				" SELECT m.message_id, m.source_queue_id, m.message_group_id"
 				" FROM queue_data.q" INT64_FORMAT " m JOIN g USING (message_group_id)"
-				" WHERE m.visible_at <= $1 ORDER BY m.message_id LIMIT $2",
-				dlq->id, dlq->id), 2, types, values, NULL, false, 0);
+				" WHERE m.visible_at <= $1 AND m.sent_at > $3 ORDER BY m.message_id LIMIT $2",
+				dlq->id, dlq->id), 3, types, values, NULL, false, 0);
 		else
 			rc = SPI_execute_with_args(psprintf(
 				"SELECT message_id, source_queue_id, message_group_id"
-				" FROM queue_data.q" INT64_FORMAT " WHERE visible_at <= $1"
+				" FROM queue_data.q" INT64_FORMAT " WHERE visible_at <= $1 AND sent_at > $3"
 				" ORDER BY message_id LIMIT $2 FOR UPDATE SKIP LOCKED", dlq->id),
-									   2, types, values, NULL, false, 0);
+									   3, types, values, NULL, false, 0);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "redrive failed: %s", SPI_result_code_string(rc));
 		n = (int) SPI_processed;
@@ -317,6 +324,8 @@ queue_redrive(PG_FUNCTION_ARGS)
 		ids = palloc(n * sizeof(int64));
 		srcs = palloc(n * sizeof(int64));
 		groups = palloc(n * sizeof(Datum));
+		tos = palloc(n * sizeof(QueueMeta *));
+		done = palloc0(n * sizeof(bool));
 		for (int r = 0; r < n; r++)
 		{
 			HeapTuple	tup = SPI_tuptable->vals[r];
@@ -332,42 +341,54 @@ queue_redrive(PG_FUNCTION_ARGS)
 			groups[r] = isnull ? (Datum) 0 : PointerGetDatum(PG_DETOAST_DATUM_COPY(g));
 		}
 
-		/* One move per destination; messages with no source stay. */
+		/*
+		 * Where each goes (messages with no source stay), and the right to
+		 * send there, checked for every destination before any row moves.
+		 */
 		for (int r = 0; r < n; r++)
 		{
-			int64		src = srcs[r];
-			QueueMeta  *to = dest;
+			char	   *name;
+
+			tos[r] = dest;
+			if (dest != NULL)
+				continue;
+			for (int k = 0; k < r && tos[r] == NULL; k++)
+				if (srcs[k] == srcs[r])
+					tos[r] = tos[k];
+			if (tos[r] != NULL)
+				continue;
+			name = srcs[r] != 0 ? queue_name_of(srcs[r]) : NULL;
+			if (name == NULL)
+			{
+				ereport(NOTICE,
+						(errmsg("message " INT64_FORMAT " has no source queue to go back to; it stays",
+								ids[r])));
+				continue;
+			}
+			tos[r] = queue_lookup(cstring_to_text(name));
+			queue_check_privilege(tos[r], call.caller, QPRIV_SEND);
+		}
+
+		/* One move per destination. */
+		for (int r = 0; r < n; r++)
+		{
 			int64	   *bids;
 			Datum	   *bgroups;
 			int			m = 0;
 
-			if (src < 0)
-				continue;		/* already handled */
-			if (to == NULL)
-			{
-				char	   *name = src != 0 ? queue_name_of(src) : NULL;
-
-				if (name == NULL)
-				{
-					ereport(NOTICE,
-							(errmsg("message " INT64_FORMAT " has no source queue to go back to; it stays",
-									ids[r])));
-					srcs[r] = -1;
-					continue;
-				}
-				to = queue_lookup(cstring_to_text(name));
-			}
+			if (done[r] || tos[r] == NULL)
+				continue;
 			bids = palloc(n * sizeof(int64));
 			bgroups = palloc(n * sizeof(Datum));
 			for (int k = r; k < n; k++)
-				if (srcs[k] >= 0 && (dest != NULL || srcs[k] == src))
+				if (!done[k] && tos[k] != NULL && tos[k]->id == tos[r]->id)
 				{
 					bids[m] = ids[k];
 					bgroups[m] = groups[k];
 					m++;
-					srcs[k] = -1;
+					done[k] = true;
 				}
-			moved_now += redrive_to(dlq, to, m, bids, bgroups);
+			moved_now += redrive_to(dlq, tos[r], m, bids, bgroups);
 		}
 		if (dlq->fifo)
 		{

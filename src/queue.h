@@ -9,6 +9,7 @@
 #ifndef QUEUE_H
 #define QUEUE_H
 
+#include "access/xact.h"
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "nodes/parsenodes.h"
@@ -207,8 +208,12 @@ extern void queue_forget_counters(int64 queue_id);
 extern void queue_forget_counters_at_commit(int64 queue_id);
 extern bool queue_counters_read(int64 queue_id, int64 *counts);
 extern int64 queue_sent_count(int64 queue_id);
+extern void queue_note_arrival(int64 queue_id, int64 n);
+extern int64 queue_arrival_count(int64 queue_id);
 extern void queue_register_at_commit(void);
 extern void queue_register_database(void);
+extern void queue_prepare_gid(const char *gid);
+extern void queue_finish_prepared(const char *gid, bool commit);
 
 #define QC_SENT			0
 #define QC_RECEIVED		1
@@ -233,6 +238,7 @@ typedef struct QueueCounterEntry
 	Oid			dbid;			/* InvalidOid: free */
 	int64		queue_id;		/* 0: a dropped queue's slot, reusable */
 	pg_atomic_uint64 c[QC_NUM];
+	pg_atomic_uint64 arrived;	/* messages put in by moves, not sends */
 } QueueCounterEntry;
 
 /*
@@ -250,6 +256,34 @@ typedef struct QueueDbSlot
 	TimestampTz stop_requested; /* DROP DATABASE asked it to leave, or 0 */
 } QueueDbSlot;
 
+/*
+ * What a prepared transaction did to queues (stats.c), kept under its GID
+ * until COMMIT PREPARED or ROLLBACK PREPARED; max_prepared_transactions
+ * slots.  Guarded by lock.
+ */
+#define QUEUE_PREPARED_QUEUES	16	/* queues a slot keeps apart */
+
+typedef struct QueuePreparedQueue
+{
+	int64		queue_id;
+	int64		c[QC_NUM];
+	int64		arrived;
+	bool		forget;
+	bool		wake_on_commit;
+	bool		wake_on_abort;
+} QueuePreparedQueue;
+
+typedef struct QueuePrepared
+{
+	Oid			dbid;			/* InvalidOid: free */
+	uint64		seq;			/* the oldest slot is reused when none is free */
+	char		gid[GIDSIZE];
+	bool		register_db;	/* queue._register() at commit */
+	bool		overflow;		/* more queues than kept: wake everyone */
+	int			nqueues;
+	QueuePreparedQueue queues[QUEUE_PREPARED_QUEUES];
+} QueuePrepared;
+
 typedef struct QueueShared
 {
 	LWLock	   *lock;			/* guards counter inserts and db slots */
@@ -258,6 +292,9 @@ typedef struct QueueShared
 	QueueDbSlot dbs[QUEUE_MAX_DBS];
 	ConditionVariable wait_cv[QUEUE_WAIT_SLOTS];
 	pg_atomic_uint64 wait_gen[QUEUE_WAIT_SLOTS];	/* bumped before each wake */
+	int			nprepared;		/* size of prepared[] */
+	uint64		prepared_seq;
+	QueuePrepared *prepared;	/* max_prepared_transactions slots */
 	QueueCounterEntry counters[FLEXIBLE_ARRAY_MEMBER];
 } QueueShared;
 
@@ -274,6 +311,7 @@ extern void queue_utility_hook_init(void);
 
 /* wait.c */
 extern void queue_wake(int64 queue_id);
+extern void queue_wake_all(void);
 extern uint64 queue_wait_generation(QueueMeta *q);
 extern bool queue_wait(QueueMeta *q, TimestampTz deadline, uint64 generation);
 extern void queue_wait_end(void);

@@ -2,12 +2,15 @@
  *
  * shmem.c
  *	  The extension's shared memory, when loaded by shared_preload_libraries:
- *	  the long-poll condition variables and the per-queue counters.
+ *	  the long-poll condition variables, the per-queue counters, the
+ *	  database slots of the workers and what prepared transactions did to
+ *	  queues until they commit (one slot per max_prepared_transactions).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/twophase.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
@@ -115,12 +118,19 @@ shared_size(void)
 					mul_size(queue_max_queues, sizeof(QueueCounterEntry)));
 }
 
+static Size
+prepared_size(void)
+{
+	return mul_size(Max(max_prepared_xacts, 0), sizeof(QueuePrepared));
+}
+
 static void
 queue_shmem_request(void)
 {
 	if (prev_shmem_request_hook)
 		prev_shmem_request_hook();
 	RequestAddinShmemSpace(shared_size());
+	RequestAddinShmemSpace(prepared_size());
 	RequestNamedLWLockTranche("queue", 1);
 }
 
@@ -140,6 +150,17 @@ queue_shmem_startup(void)
 		queue_shared->ncounters = queue_max_queues;
 		queue_shared->launcher_latch = NULL;
 		memset(queue_shared->dbs, 0, sizeof(queue_shared->dbs));
+		queue_shared->nprepared = Max(max_prepared_xacts, 0);
+		queue_shared->prepared_seq = 0;
+		queue_shared->prepared = NULL;
+		if (queue_shared->nprepared > 0)
+		{
+			bool		found_prepared;
+
+			queue_shared->prepared = ShmemInitStruct("queue prepared", prepared_size(),
+													 &found_prepared);
+			memset(queue_shared->prepared, 0, prepared_size());
+		}
 		for (int i = 0; i < QUEUE_WAIT_SLOTS; i++)
 		{
 			ConditionVariableInit(&queue_shared->wait_cv[i]);
@@ -151,6 +172,7 @@ queue_shmem_startup(void)
 			queue_shared->counters[i].queue_id = 0;
 			for (int c = 0; c < QC_NUM; c++)
 				pg_atomic_init_u64(&queue_shared->counters[i].c[c], 0);
+			pg_atomic_init_u64(&queue_shared->counters[i].arrived, 0);
 		}
 	}
 	LWLockRelease(AddinShmemInitLock);

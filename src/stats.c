@@ -7,20 +7,33 @@
  * A call notes what it did in a small backend-local list; at commit the
  * list goes to shared memory (counters by atomic add, wake-ups by
  * broadcasting the queues' condition variables), at abort it is dropped,
- * and so are the notes of a savepoint rolled back.  A prepared transaction
- * counts as aborted here: its counts are lost and its commit wakes no one.
- * So a sent message is counted, and wakes a waiting receiver, only once a
- * receiver can see it.  A receive that rolls back hands its messages back
- * at once, so it wakes waiters too.
+ * and so are the notes of a savepoint rolled back.  So a sent message is
+ * counted, and wakes a waiting receiver, only once a receiver can see it.
+ * A receive that rolls back hands its messages back at once, so it wakes
+ * waiters too.
+ *
+ * A prepared transaction's notes wait in shared memory under its GID
+ * (QueuePrepared, one slot per max_prepared_transactions) until COMMIT
+ * PREPARED applies them or ROLLBACK PREPARED drops them (waking whom an
+ * abort wakes); the utility hook (worker.c) tells us the GID of PREPARE
+ * TRANSACTION, and which GID a COMMIT or ROLLBACK PREPARED finished.  A
+ * slot keeps QUEUE_PREPARED_QUEUES queues: the counts of any further
+ * queue are lost, and its finish wakes every waiting receive of the
+ * cluster instead.  Slots do not survive a restart: a transaction
+ * prepared before one commits without counting and wakes no one (a
+ * waiting receive finds its messages when its wait ends).  Counts may be
+ * lost, messages never.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/twophase.h"
 #include "access/xact.h"
 #include "common/hashfn.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
@@ -36,6 +49,7 @@ typedef struct PendingQueue
 	bool		wake_on_commit;
 	bool		wake_on_abort;
 	int64		c[QC_NUM];
+	int64		arrived;		/* messages moved in (queue_note_arrival) */
 } PendingQueue;
 
 static PendingQueue *pending = NULL;
@@ -43,6 +57,13 @@ static int	npending = 0;
 static int	maxpending = 0;
 static bool callback_registered = false;
 static bool register_pending = false;	/* queue._register() at commit */
+
+/* The GID of the PREPARE TRANSACTION this transaction is running, if any. */
+static char prepare_gid[GIDSIZE];
+static bool prepare_named = false;
+
+static void register_callbacks(void);
+static PendingQueue *pending_entry(int64 queue_id);
 
 /*
  * The counter entry of (dbid, queue_id) by linear probing from its hash,
@@ -78,6 +99,7 @@ counter_probe(Oid dbid, int64 queue_id, bool create)
 		return NULL;
 	for (int c = 0; c < QC_NUM; c++)
 		pg_atomic_write_u64(&reuse->c[c], 0);
+	pg_atomic_write_u64(&reuse->arrived, 0);
 	reuse->queue_id = queue_id;
 	reuse->dbid = dbid;
 	return reuse;
@@ -145,6 +167,26 @@ queue_sent_count(int64 queue_id)
 }
 
 /*
+ * How many messages have come into a queue, by committed sends and by
+ * moves (dead letters in, redrives back): the worker's sign that a queue
+ * it found empty is not any more.  -1 when that cannot be told: without
+ * shared memory, or for a queue that has no counter slot (all taken).
+ */
+int64
+queue_arrival_count(int64 queue_id)
+{
+	QueueCounterEntry *e;
+
+	if (queue_shared == NULL)
+		return -1;
+	e = counter_entry(queue_id, false);
+	if (e == NULL)
+		return -1;
+	return (int64) (pg_atomic_read_u64(&e->c[QC_SENT]) +
+					pg_atomic_read_u64(&e->arrived));
+}
+
+/*
  * A queue is dropped: its slot becomes reusable (and reads nothing).
  */
 void
@@ -163,7 +205,9 @@ queue_forget_counters(int64 queue_id)
 
 /*
  * A queue id is new (queue.create): zero any counters left by an earlier
- * queue of that id (ids restart when the extension is created again).
+ * queue of that id (ids restart when the extension is created again).  Its
+ * slot is made when the create commits (an empty note does that), so the
+ * worker can tell from the start whether anything arrived in it.
  */
 void
 queue_reset_counters(int64 queue_id)
@@ -174,39 +218,174 @@ queue_reset_counters(int64 queue_id)
 		return;
 	e = counter_entry(queue_id, false);
 	if (e != NULL)
+	{
 		for (int c = 0; c < QC_NUM; c++)
 			pg_atomic_write_u64(&e->c[c], 0);
+		pg_atomic_write_u64(&e->arrived, 0);
+	}
+	(void) pending_entry(queue_id);
+}
+
+/*
+ * What a transaction did to one queue takes effect: at commit its counts
+ * are added (or, dropped, the queue's slot freed) and the waiters a send
+ * wakes are woken; at abort only those a receive wakes.
+ */
+static void
+apply_counts(int64 queue_id, const int64 *counts, int64 arrived, bool forget,
+			 bool wake, bool commit)
+{
+	if (commit && forget)
+		queue_forget_counters(queue_id);
+	else if (commit)
+	{
+		QueueCounterEntry *e = counter_entry(queue_id, false);
+
+		if (e == NULL)
+			e = counter_entry(queue_id, true);
+		if (e != NULL)
+		{
+			for (int c = 0; c < QC_NUM; c++)
+				if (counts[c] != 0)
+					pg_atomic_fetch_add_u64(&e->c[c], counts[c]);
+			if (arrived != 0)
+				pg_atomic_fetch_add_u64(&e->arrived, arrived);
+		}
+	}
+	if (wake)
+		queue_wake(queue_id);
 }
 
 static void
 flush_pending(bool commit)
 {
-	for (int i = 0; i < npending; i++)
+	for (int i = 0; i < npending && queue_shared != NULL; i++)
 	{
 		PendingQueue *p = &pending[i];
 
-		if (queue_shared == NULL)
-			continue;
-		if (commit && p->forget)
-			queue_forget_counters(p->queue_id);
-		else if (commit)
-		{
-			QueueCounterEntry *e = counter_entry(p->queue_id, false);
-
-			if (e == NULL)
-				e = counter_entry(p->queue_id, true);
-			if (e != NULL)
-				for (int c = 0; c < QC_NUM; c++)
-					if (p->c[c] != 0)
-						pg_atomic_fetch_add_u64(&e->c[c], p->c[c]);
-		}
-		if (commit ? p->wake_on_commit : p->wake_on_abort)
-			queue_wake(p->queue_id);
+		apply_counts(p->queue_id, p->c, p->arrived, p->forget,
+					 commit ? p->wake_on_commit : p->wake_on_abort, commit);
 	}
 	npending = 0;
 	if (commit && register_pending)
 		queue_register_database();
 	register_pending = false;
+}
+
+/*
+ * PREPARE TRANSACTION: the utility hook names the GID before the
+ * transaction is prepared (at the end of the statement); the name lasts
+ * until the transaction ends, however it ends.
+ */
+void
+queue_prepare_gid(const char *gid)
+{
+	register_callbacks();
+	strlcpy(prepare_gid, gid, GIDSIZE);
+	prepare_named = true;
+}
+
+/*
+ * The transaction was prepared: keep its notes in a free slot (else the
+ * oldest slot's, which are lost) under its GID.  Notes of one queue made
+ * in several subtransactions become one.
+ */
+static void
+keep_prepared(void)
+{
+	QueuePrepared *slot = NULL;
+
+	if (queue_shared == NULL || queue_shared->nprepared == 0 ||
+		!prepare_named || (npending == 0 && !register_pending))
+		return;
+
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < queue_shared->nprepared; i++)
+	{
+		QueuePrepared *p = &queue_shared->prepared[i];
+
+		if (p->dbid == InvalidOid)
+		{
+			slot = p;
+			break;
+		}
+		if (slot == NULL || p->seq < slot->seq)
+			slot = p;
+	}
+	memset(slot, 0, sizeof(*slot));
+	slot->dbid = MyDatabaseId;
+	slot->seq = ++queue_shared->prepared_seq;
+	strlcpy(slot->gid, prepare_gid, GIDSIZE);
+	slot->register_db = register_pending;
+	for (int i = 0; i < npending; i++)
+	{
+		PendingQueue *p = &pending[i];
+		QueuePreparedQueue *q = NULL;
+
+		for (int k = 0; k < slot->nqueues && q == NULL; k++)
+			if (slot->queues[k].queue_id == p->queue_id)
+				q = &slot->queues[k];
+		if (q == NULL && slot->nqueues == QUEUE_PREPARED_QUEUES)
+		{
+			slot->overflow = true;
+			continue;
+		}
+		if (q == NULL)
+		{
+			q = &slot->queues[slot->nqueues++];
+			q->queue_id = p->queue_id;
+		}
+		for (int c = 0; c < QC_NUM; c++)
+			q->c[c] += p->c[c];
+		q->arrived += p->arrived;
+		q->forget |= p->forget;
+		q->wake_on_commit |= p->wake_on_commit;
+		q->wake_on_abort |= p->wake_on_abort;
+	}
+	LWLockRelease(queue_shared->lock);
+}
+
+/*
+ * COMMIT PREPARED or ROLLBACK PREPARED of gid succeeded (the utility hook
+ * calls this after PostgreSQL did it): apply or drop what the prepared
+ * transaction noted, as its own commit or abort would have.
+ */
+void
+queue_finish_prepared(const char *gid, bool commit)
+{
+	QueuePrepared done;
+	bool		found = false;
+
+	if (queue_shared == NULL || queue_shared->nprepared == 0)
+		return;
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < queue_shared->nprepared && !found; i++)
+	{
+		QueuePrepared *p = &queue_shared->prepared[i];
+
+		if (p->dbid == MyDatabaseId && strcmp(p->gid, gid) == 0)
+		{
+			done = *p;
+			p->dbid = InvalidOid;
+			found = true;
+		}
+	}
+	LWLockRelease(queue_shared->lock);
+	if (!found)
+		return;
+
+	for (int k = 0; k < done.nqueues; k++)
+	{
+		QueuePreparedQueue *q = &done.queues[k];
+
+		apply_counts(q->queue_id, q->c, q->arrived, q->forget,
+					 commit ? q->wake_on_commit : q->wake_on_abort, commit);
+	}
+	/* Queues it could not keep apart: wake every waiting receive. */
+	if (done.overflow)
+		queue_wake_all();
+	if (commit && done.register_db)
+		queue_register_database();
 }
 
 /*
@@ -245,12 +424,18 @@ queue_xact_callback(XactEvent event, void *arg)
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-		case XACT_EVENT_PREPARE:
 			flush_pending(false);
 			break;
-		default:
+		case XACT_EVENT_PREPARE:
+			/* Applied or dropped when COMMIT / ROLLBACK PREPARED says. */
+			keep_prepared();
+			npending = 0;
+			register_pending = false;
 			break;
+		default:
+			return;
 	}
+	prepare_named = false;
 }
 
 /* The pending entry of a queue in this transaction. */
@@ -320,6 +505,19 @@ void
 queue_forget_counters_at_commit(int64 queue_id)
 {
 	pending_entry(queue_id)->forget = true;
+}
+
+/*
+ * n messages were moved into a queue (not sent): noted, at commit, for
+ * queue_arrival_count; wakes long-pollers as a send does.
+ */
+void
+queue_note_arrival(int64 queue_id, int64 n)
+{
+	PendingQueue *p = pending_entry(queue_id);
+
+	p->arrived += n;
+	p->wake_on_commit = true;
 }
 
 /* Wake long-pollers at commit without counting anything. */

@@ -62,6 +62,20 @@ queue_wake(int64 queue_id)
 	ConditionVariableBroadcast(&queue_shared->wait_cv[slot]);
 }
 
+/*
+ * Wake every waiting receive of the cluster (each re-checks its queue):
+ * for a commit that cannot name the queues it made receivable (stats.c).
+ */
+void
+queue_wake_all(void)
+{
+	for (int slot = 0; slot < QUEUE_WAIT_SLOTS; slot++)
+	{
+		pg_atomic_fetch_add_u64(&queue_shared->wait_gen[slot], 1);
+		ConditionVariableBroadcast(&queue_shared->wait_cv[slot]);
+	}
+}
+
 /* Read before each try of a waiting receive; handed to queue_wait. */
 uint64
 queue_wait_generation(QueueMeta *q)

@@ -11,17 +11,21 @@
  * until CREATE EXTENSION asks for a worker (queue._register), which also
  * wakes the launcher at once.  A worker that stops for any other reason is
  * started again.  DROP DATABASE (and CREATE DATABASE from a template that
- * has a worker) first asks the database's worker to leave, so it never
- * holds up the command.
+ * has a worker, and ALTER DATABASE RENAME) first asks the database's worker
+ * to leave, so it never holds up the command; only when the role may run
+ * the command on that database (its owner or a superuser), so nobody else
+ * can stop a worker by issuing one that is then refused.
  *
  * The worker sweeps each queue in short transactions of at most
  * SWEEP_BATCH rows that skip locked rows, so it never waits on senders or
- * receivers: messages past retention, deduplication ids past their window,
- * receive attempts past theirs, and (every pass, for queues that have a
- * dead-letter queue) messages whose lease ran out after max_receive_count
- * receives, which go to the dead-letter queue with nobody receiving.  Correctness never waits for it (every
- * read filters by time); it keeps tables small.  A queue is swept again
- * only when something in it can have expired, so idle queues cost nothing.
+ * receivers: messages past retention (read in laps over the whole queue,
+ * see sweep_chunk), deduplication ids past their window, receive attempts
+ * past theirs, and (every pass, for queues that have a dead-letter queue)
+ * messages whose lease ran out after max_receive_count receives, which go
+ * to the dead-letter queue with nobody receiving.  Correctness never waits
+ * for it (every read filters by time); it keeps tables small.  A queue is
+ * swept again only when something in it can have expired, and an empty
+ * one only once something arrives, so idle queues cost nothing.
  * Long-pollers need no wake-up from it: a waiting receive sleeps no longer
  * than until the next message of its queue turns visible (wait.c).
  *
@@ -47,6 +51,7 @@
 #include "storage/latch.h"
 #include "storage/proc.h"
 #include "tcop/utility.h"
+#include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
 #include "utils/inval.h"
@@ -323,9 +328,28 @@ queue_reset_counters_sql(PG_FUNCTION_ARGS)
 }
 
 /* ------------------------------------------------------------------------
- * DROP DATABASE: make the database's worker leave first
+ * Utility hook: DROP DATABASE makes the database's worker leave first;
+ * PREPARE TRANSACTION and COMMIT / ROLLBACK PREPARED tell stats.c the GID
+ * whose counts and wake-ups to keep, apply or drop
  * ------------------------------------------------------------------------
  */
+
+/*
+ * May the current role make a database's worker leave?  Only its owner or
+ * a superuser (DESIGN "Access"), who are also the only ones PostgreSQL
+ * lets drop, rename or copy a database that is not a template.  Anyone
+ * else is refused by the command itself, after this hook: the worker must
+ * not have been stopped by then.
+ */
+static bool
+may_stop_worker_of(Oid dbid)
+{
+#if PG_VERSION_NUM >= 160000
+	return object_ownercheck(DatabaseRelationId, dbid, GetUserId());
+#else
+	return pg_database_ownercheck(dbid, GetUserId());
+#endif
+}
 
 static void
 stop_worker_of(const char *dbname)
@@ -334,6 +358,9 @@ stop_worker_of(const char *dbname)
 	pid_t		pid = 0;
 
 	if (!OidIsValid(dbid) || queue_shared == NULL)
+		return;
+	/* Nor our own database: no command drops, renames or copies that. */
+	if (dbid == MyDatabaseId || !may_stop_worker_of(dbid))
 		return;
 	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
 	{
@@ -362,8 +389,24 @@ queue_utility_hook(PlannedStmt *pstmt, const char *queryString,
 				   DestReceiver *dest, QueryCompletion *qc)
 {
 	Node	   *stmt = pstmt->utilityStmt;
+	char		finish_gid[GIDSIZE] = "";
+	bool		finish_commit = false;
 
-	if (IsA(stmt, DropdbStmt))
+	if (IsA(stmt, TransactionStmt))
+	{
+		TransactionStmt *ts = (TransactionStmt *) stmt;
+
+		/* Two-phase commit: what a prepared transaction noted (stats.c). */
+		if (ts->kind == TRANS_STMT_PREPARE)
+			queue_prepare_gid(ts->gid);
+		else if (ts->kind == TRANS_STMT_COMMIT_PREPARED ||
+				 ts->kind == TRANS_STMT_ROLLBACK_PREPARED)
+		{
+			strlcpy(finish_gid, ts->gid, GIDSIZE);
+			finish_commit = ts->kind == TRANS_STMT_COMMIT_PREPARED;
+		}
+	}
+	else if (IsA(stmt, DropdbStmt))
 		stop_worker_of(((DropdbStmt *) stmt)->dbname);
 	else if (IsA(stmt, CreatedbStmt))
 	{
@@ -387,6 +430,10 @@ queue_utility_hook(PlannedStmt *pstmt, const char *queryString,
 	else
 		standard_ProcessUtility(pstmt, queryString, readOnlyTree, context,
 								params, queryEnv, dest, qc);
+
+	/* Only once PostgreSQL finished it: an error skips this. */
+	if (finish_gid[0] != '\0')
+		queue_finish_prepared(finish_gid, finish_commit);
 }
 
 void
@@ -404,13 +451,31 @@ queue_utility_hook_init(void)
 typedef struct SweptQueue
 {
 	int64		queue_id;		/* hash key */
-	TimestampTz next_due;		/* nothing can expire before this */
+	TimestampTz lap_due;		/* no message can expire before this */
+	TimestampTz windows_due;	/* nor a deduplication id or attempt */
 	TimestampTz dlq_since;		/* leases ending after this not yet checked */
-	int64		empty_sent;		/* found empty after this many sends, or -1 */
+	int64		empty_arrivals; /* found empty after this many arrivals, or -1 */
 	int64		vacuumed_churn; /* its churn at its last vacuum (vacuum.c) */
 	int64		vacuumed_g_churn;	/* ... at its group table's last vacuum */
+	/* The expiry lap under way: every message, in id order (see below). */
+	bool		lap_running;
+	int64		lap_cursor;		/* ids up to this one are done */
+	TimestampTz lap_start;
+	TimestampTz lap_oldest;		/* least sent_at left behind, or DT_NOEND */
+	int64		lap_arrivals;	/* arrivals read before the lap began */
 	bool		seen;
 } SweptQueue;
+
+typedef struct QueueRow
+{
+	int64		id;
+	bool		fifo;
+	int64		retention;
+	int64		dedup_window;
+	bool		has_dlq;
+	char	   *name;
+	int64		g_blocks;		/* FIFO: its group table's size, as listed */
+} QueueRow;
 
 /* Run one sweep statement; returns rows affected (or the first column). */
 static uint64
@@ -445,59 +510,128 @@ sweep_time(const char *sql, int64 usecs)
 }
 
 /*
- * Delete expired messages of a queue, oldest first: at most SWEEP_BATCH of
- * the oldest ids are looked at, so a queue with nothing expired costs one
- * short index scan.  On a FIFO queue the groups are locked (skipping any
- * that someone holds) and refreshed, as any change to a group's messages
- * must.  Returns the number deleted.
+ * One step of an expiry lap: what a chunk did, applied to the lap once its
+ * transaction committed.
  */
-static uint64
-sweep_expired(int64 id, const char *name, bool fifo, TimestampTz cutoff)
+typedef struct LapStep
 {
-	Oid			types[2] = {TIMESTAMPTZOID, TEXTARRAYOID};
-	Datum		values[2];
-	uint64		n;
+	uint64		deleted;
+	int64		cursor;			/* the last id looked at */
+	TimestampTz oldest;			/* least sent_at left behind, or DT_NOEND */
+	bool		last;			/* no ids after these: the lap is done */
+} LapStep;
 
-	values[0] = TimestampTzGetDatum(cutoff);
-	if (!fifo)
-		return sweep_exec(psprintf(
+/*
+ * Expiry: the worker finds expired messages by reading a queue's messages
+ * in id order, SWEEP_BATCH ids a transaction, from where the last chunk
+ * stopped (a "lap"), deleting those whose sent_at + retention has passed.
+ * Id order says nothing of sent_at (a FIFO redrive puts old ids back with
+ * a new sent_at, a dead letter keeps its old sent_at in a new queue), so
+ * the lap reads every message once, and notes the least sent_at it leaves
+ * behind.  Nothing can expire before that plus the retention: the next lap
+ * starts then (anything that arrives meanwhile is sent at or after the
+ * lap's start, but a dead letter, which is swept by the next lap at the
+ * latest).  So a queue in which nothing can have expired costs nothing,
+ * and one whose messages keep expiring is read in full at most once per
+ * tenth of its retention (and never more than half the time).
+ *
+ * One chunk: the SWEEP_BATCH ids after cursor; delete the expired ones,
+ * skipping rows (FIFO: groups and their senders) someone holds, which
+ * count as left behind.  On a FIFO queue the groups are locked and then
+ * refreshed, as any change to a group's messages must.
+ */
+static void
+sweep_chunk(QueueRow *q, int64 cursor, TimestampTz cutoff, LapStep *step)
+{
+	Oid			types[3] = {INT8OID, TIMESTAMPTZOID, TEXTARRAYOID};
+	Datum		values[3];
+	int64	   *expired;
+	Datum	   *groups;
+	TimestampTz expired_oldest = DT_NOEND;
+	int			n;
+	int			nexpired = 0;
+
+	step->deleted = 0;
+	step->cursor = cursor;
+	step->oldest = DT_NOEND;
+	values[0] = Int64GetDatum(cursor);
+	n = (int) sweep_exec(psprintf(
+		"SELECT message_id, sent_at, message_group_id FROM queue_data.q" INT64_FORMAT
+		" WHERE message_id > $1 ORDER BY message_id LIMIT %d", q->id, SWEEP_BATCH),
+						 1, types, values);
+	step->last = n < SWEEP_BATCH;
+	expired = palloc(Max(n, 1) * sizeof(int64));
+	groups = palloc(Max(n, 1) * sizeof(Datum));
+	for (int r = 0; r < n; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		int64		id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		TimestampTz sent = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
+
+		step->cursor = id;
+		if (sent > cutoff)
+		{
+			step->oldest = Min(step->oldest, sent);
+			continue;
+		}
+		expired_oldest = Min(expired_oldest, sent);
+		if (q->fifo)
+		{
+			Datum		g = SPI_getbinval(tup, desc, 3, &isnull);
+
+			if (isnull)
+				continue;		/* cannot be: FIFO messages have groups */
+			groups[nexpired] = PointerGetDatum(PG_DETOAST_DATUM_COPY(g));
+		}
+		expired[nexpired++] = id;
+	}
+	if (nexpired == 0)
+		return;
+
+	types[0] = INT8ARRAYOID;
+	values[0] = queue_int8_array(nexpired, expired);
+	values[1] = TimestampTzGetDatum(cutoff);
+	if (!q->fifo)
+		step->deleted = sweep_exec(psprintf(
 			"DELETE FROM queue_data.q" INT64_FORMAT " WHERE message_id = ANY (ARRAY("
 			" SELECT message_id FROM queue_data.q" INT64_FORMAT
-			" WHERE message_id IN (SELECT message_id FROM queue_data.q" INT64_FORMAT
-			"  ORDER BY message_id LIMIT %d) AND sent_at <= $1"
-			" FOR UPDATE SKIP LOCKED))", id, id, id, SWEEP_BATCH),
-						  1, types, values);
-
-	/* FIFO: lock the groups of the expired messages, then delete. */
-	n = sweep_exec(psprintf(
-		"SELECT g.message_group_id FROM queue_data.g" INT64_FORMAT " g"
-		" WHERE g.message_group_id IN (SELECT message_group_id FROM"
-		"  (SELECT message_group_id, sent_at FROM queue_data.q" INT64_FORMAT
-		"   ORDER BY message_id LIMIT %d) s WHERE sent_at <= $1)"
-		" ORDER BY 1 FOR UPDATE SKIP LOCKED", id, id, SWEEP_BATCH),
-				   1, types, values);
-	if (n == 0)
-		return 0;
+			" WHERE message_id = ANY ($1) AND sent_at <= $2 FOR UPDATE SKIP LOCKED))",
+			q->id, q->id), 2, types, values);
+	else
 	{
-		Datum	   *groups;
-		uint64		deleted;
+		int			ngroups = queue_sort_unique_texts(groups, nexpired);
 
-		n = (uint64) queue_spi_groups(1, &groups);
-		/* Nor groups being sent to: the sweep may empty a group (fifo.c). */
-		n = (uint64) queue_fifo_try_lock_senders(id, (int) n, groups);
-		if (n == 0)
-			return 0;
-		values[1] = queue_text_array((int) n, groups, NULL);
-		deleted = sweep_exec(psprintf(
-			"DELETE FROM queue_data.q" INT64_FORMAT
-			" WHERE message_group_id = ANY ($2) AND sent_at <= $1"
-			" AND message_id IN (SELECT message_id FROM queue_data.q" INT64_FORMAT
-			"  ORDER BY message_id LIMIT %d)", id, id, SWEEP_BATCH),
-							 2, types, values);
-		/* as every change to a group's messages (its senders' locks are ours) */
-		queue_fifo_refresh_groups(queue_lookup(cstring_to_text(name)), (int) n, groups);
-		return deleted;
+		/* FIFO: lock the groups of the expired messages, then delete. */
+		values[2] = queue_text_array(ngroups, groups, NULL);
+		ngroups = (int) sweep_exec(psprintf(
+			"SELECT message_group_id FROM queue_data.g" INT64_FORMAT
+			" WHERE message_group_id = ANY ($3) ORDER BY 1 FOR UPDATE SKIP LOCKED", q->id),
+								   3, types, values);
+		if (ngroups > 0)
+		{
+			Datum	   *locked;
+
+			ngroups = queue_spi_groups(1, &locked);
+			/* Nor groups being sent to: the sweep may empty a group (fifo.c). */
+			ngroups = queue_fifo_try_lock_senders(q->id, ngroups, locked);
+			if (ngroups > 0)
+			{
+				values[2] = queue_text_array(ngroups, locked, NULL);
+				step->deleted = sweep_exec(psprintf(
+					"DELETE FROM queue_data.q" INT64_FORMAT " WHERE message_id = ANY ($1)"
+					" AND message_group_id = ANY ($3) AND sent_at <= $2", q->id),
+										   3, types, values);
+				/* as every change to a group's messages (its senders' locks are ours) */
+				queue_fifo_refresh_groups(queue_lookup(cstring_to_text(q->name)),
+										  ngroups, locked);
+			}
+		}
 	}
+	/* Some were skipped (held, or gone meanwhile): the next lap is due now. */
+	if (step->deleted < (uint64) nexpired)
+		step->oldest = Min(step->oldest, expired_oldest);
 }
 
 /* Forget deduplication ids and receive attempts past their windows. */
@@ -524,32 +658,23 @@ sweep_windows(int64 id, TimestampTz dedup_cutoff, TimestampTz attempt_cutoff)
 }
 
 /*
- * When the next thing in a queue can expire: its oldest message, oldest
- * deduplication id or oldest receive attempt reaching its window.  With
- * nothing there, anything sent from now on expires no sooner than the
- * shortest window from now.
+ * When the next deduplication id or receive attempt of a queue reaches its
+ * window (with none, anything received or sent from now on expires no
+ * sooner than the shorter window from now); *empty when it has none.
  */
 static TimestampTz
-sweep_next_due(int64 id, int64 retention, int64 dedup_window, TimestampTz now,
-			   bool *empty)
+windows_next_due(QueueRow *q, TimestampTz now, bool *empty)
 {
-	TimestampTz due = now + Min(Min(retention, dedup_window), ATTEMPT_WINDOW);
+	TimestampTz due = now + Min(q->dedup_window, ATTEMPT_WINDOW);
 	TimestampTz t;
 	bool		found = false;
 
-	t = sweep_time(psprintf("SELECT min(sent_at) + $1 FROM (SELECT sent_at FROM queue_data.q"
-							INT64_FORMAT " ORDER BY message_id LIMIT %d) s",
-							id, SWEEP_BATCH),
-				   retention);
+	t = sweep_time(psprintf("SELECT min(accepted_at) + $1 FROM queue_data.d" INT64_FORMAT, q->id),
+				   q->dedup_window);
 	found |= (t != 0);
 	if (t != 0 && t < due)
 		due = t;
-	t = sweep_time(psprintf("SELECT min(accepted_at) + $1 FROM queue_data.d" INT64_FORMAT, id),
-				   dedup_window);
-	found |= (t != 0);
-	if (t != 0 && t < due)
-		due = t;
-	t = sweep_time(psprintf("SELECT min(received_at) + $1 FROM queue_data.a" INT64_FORMAT, id),
+	t = sweep_time(psprintf("SELECT min(received_at) + $1 FROM queue_data.a" INT64_FORMAT, q->id),
 				   ATTEMPT_WINDOW);
 	found |= (t != 0);
 	if (t != 0 && t < due)
@@ -557,17 +682,6 @@ sweep_next_due(int64 id, int64 retention, int64 dedup_window, TimestampTz now,
 	*empty = !found;
 	return due;
 }
-
-typedef struct QueueRow
-{
-	int64		id;
-	bool		fifo;
-	int64		retention;
-	int64		dedup_window;
-	bool		has_dlq;
-	char	   *name;
-	int64		g_blocks;		/* FIFO: its group table's size, as listed */
-} QueueRow;
 
 /*
  * The worker re-reads the registry when a relcache invalidation says
@@ -688,8 +802,10 @@ sweep_dead_letters(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 }
 
 /*
- * Sweep one queue: up to SWEEP_ROUNDS short transactions, then note when
- * it is next due.  An error (say, the queue was dropped meanwhile) is
+ * Sweep one queue: up to SWEEP_ROUNDS short transactions, each one chunk
+ * of the expiry lap (when a lap is due or under way) and the windows (when
+ * due), then note when it is next due.  The lap's state changes only once
+ * its chunk committed.  An error (say, the queue was dropped meanwhile) is
  * logged and the queue retried on a later pass.
  */
 static void
@@ -700,38 +816,77 @@ sweep_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 		for (int round = 0; round < SWEEP_ROUNDS; round++)
 		{
 			TimestampTz now;
-			uint64		expired;
-			uint64		forgotten;
-			int64		sent = queue_sent_count(q->id);
+			int64		arrivals = queue_arrival_count(q->id);
+			LapStep		step = {0};
+			bool		chunked = false;
+			bool		windows_busy = false;
+			bool		windows_checked = false;
+			bool		windows_empty = false;
 
 			StartTransactionCommand();
 			SPI_connect();
 			PushActiveSnapshot(GetTransactionSnapshot());
 			now = GetCurrentTimestamp();
-			expired = sweep_expired(q->id, q->name, q->fifo, now - q->retention);
-			forgotten = sweep_windows(q->id, now - q->dedup_window, now - ATTEMPT_WINDOW);
-			if (expired > 0)
-				queue_count(q->id, QC_EXPIRED, (int64) expired);
-			if (expired < SWEEP_BATCH && forgotten < SWEEP_BATCH)
+			if (!sq->lap_running && now >= sq->lap_due)
 			{
-				bool		empty;
+				sq->lap_running = true;
+				sq->lap_cursor = 0;
+				sq->lap_start = now;
+				sq->lap_oldest = DT_NOEND;
+				/* read before this transaction's snapshot: see below */
+				sq->lap_arrivals = arrivals;
+			}
+			if (sq->lap_running)
+			{
+				sweep_chunk(q, sq->lap_cursor, now - q->retention, &step);
+				chunked = true;
+				if (step.deleted > 0)
+					queue_count(q->id, QC_EXPIRED, (int64) step.deleted);
+			}
+			/* The lap's last chunk also looks at the windows. */
+			if (now >= sq->windows_due || (chunked && step.last))
+			{
+				uint64		forgotten = sweep_windows(q->id, now - q->dedup_window,
+													  now - ATTEMPT_WINDOW);
 
-				sq->next_due = sweep_next_due(q->id, q->retention, q->dedup_window,
-											  now, &empty);
-
-				/*
-				 * Nothing in it can expire until something is sent (ids and
-				 * attempts only come with messages): note the send count,
-				 * read before this transaction's snapshot, so a send it
-				 * does not see shows as a change.
-				 */
-				sq->empty_sent = empty ? sent : -1;
+				windows_busy = forgotten >= SWEEP_BATCH;
+				if (!windows_busy)
+				{
+					sq->windows_due = windows_next_due(q, now, &windows_empty);
+					windows_checked = true;
+				}
 			}
 			PopActiveSnapshot();
 			SPI_finish();
 			CommitTransactionCommand();
 			MemoryContextReset(cxt);
-			if (expired < SWEEP_BATCH && forgotten < SWEEP_BATCH)
+
+			if (chunked)
+			{
+				sq->lap_cursor = step.cursor;
+				sq->lap_oldest = Min(sq->lap_oldest, step.oldest);
+				if (step.last)
+				{
+					TimestampTz took = now - sq->lap_start;
+
+					sq->lap_running = false;
+					sq->lap_due = Max(Min(sq->lap_oldest, sq->lap_start) + q->retention,
+									  now + Max(took, q->retention / 10));
+
+					/*
+					 * Nothing left at all: nothing can expire until
+					 * something arrives (ids and attempts only come with
+					 * messages).  Note the arrivals read before the lap's
+					 * first snapshot, so one it did not see shows as a
+					 * change.  (A queue whose arrivals cannot be counted
+					 * is looked at when its windows are due instead.)
+					 */
+					sq->empty_arrivals =
+						(sq->lap_oldest == DT_NOEND && windows_checked && windows_empty &&
+						 sq->lap_arrivals >= 0) ? sq->lap_arrivals : -1;
+				}
+			}
+			if (!sq->lap_running && !windows_busy)
 				break;
 			CHECK_FOR_INTERRUPTS();
 		}
@@ -739,7 +894,8 @@ sweep_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 	PG_CATCH();
 	{
 		sweep_recover(cxt);
-		sq->next_due = GetCurrentTimestamp() + 10 * USECS_PER_SEC;
+		sq->lap_due = sq->windows_due = GetCurrentTimestamp() + 10 * USECS_PER_SEC;
+		sq->lap_running = false;
 	}
 	PG_END_TRY();
 }
@@ -835,8 +991,8 @@ queue_worker_main(Datum arg)
 			hash_seq_init(&status, swept);
 			while ((sq = hash_seq_search(&status)) != NULL)
 			{
-				sq->next_due = 0;
-				sq->empty_sent = -1;
+				sq->lap_due = sq->windows_due = 0;
+				sq->empty_arrivals = -1;
 			}
 		}
 		if (!queue_worker_enabled)
@@ -894,11 +1050,12 @@ queue_worker_main(Datum arg)
 			sq = hash_search(swept, &q->id, HASH_ENTER, &found);
 			if (!found)
 			{
-				sq->next_due = 0;
+				sq->lap_due = sq->windows_due = 0;
 				sq->dlq_since = DT_NOBEGIN;
-				sq->empty_sent = -1;
+				sq->empty_arrivals = -1;
 				sq->vacuumed_churn = -1;
 				sq->vacuumed_g_churn = -1;
+				sq->lap_running = false;
 			}
 			sq->seen = true;
 			MemoryContextSwitchTo(sweep_cxt);
@@ -910,10 +1067,19 @@ queue_worker_main(Datum arg)
 				sweep_dead_letters(q, sq, sweep_cxt);
 				MemoryContextSwitchTo(pass_cxt);
 			}
-			/* An empty queue with no send since it was seen empty waits. */
-			if (sq->empty_sent >= 0 && queue_sent_count(q->id) == sq->empty_sent)
-				continue;
-			if (GetCurrentTimestamp() >= sq->next_due)
+			/*
+			 * An empty queue waits for something to arrive; then it is
+			 * due at once (a dead letter may come already expired).
+			 */
+			if (sq->empty_arrivals >= 0)
+			{
+				if (queue_arrival_count(q->id) == sq->empty_arrivals)
+					continue;
+				sq->empty_arrivals = -1;
+				sq->lap_due = sq->windows_due = 0;
+			}
+			if (sq->lap_running ||
+				GetCurrentTimestamp() >= Min(sq->lap_due, sq->windows_due))
 			{
 				MemoryContextSwitchTo(sweep_cxt);
 				sweep_queue(q, sq, sweep_cxt);

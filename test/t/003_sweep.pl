@@ -1,6 +1,8 @@
 # Sweeps by the worker: messages past retention (standard and FIFO, with the
 # FIFO group rows), deduplication ids and receive attempts past their
-# windows, in batches, skipping rows someone holds.  A reload
+# windows, in batches, skipping rows someone holds; expired messages behind
+# a head of redriven FIFO messages (old ids, new sent_at), and dead letters
+# that arrive expired in a dead-letter queue the worker saw empty.  A reload
 # (pg_reload_conf) makes every queue due for a sweep at once; message ages
 # are faked by moving timestamps back as superuser.
 use strict;
@@ -209,6 +211,91 @@ is( $node->safe_psql(
 		"SELECT string_agg(body, ',') FROM queue.receive('ff', max_messages => 10)"),
 	'd2',
 	'FIFO: and the group delivers it');
+
+# --- FIFO: redriven messages at the head, expired ones behind them --------
+
+# A FIFO redrive puts dead letters back with their old (low) ids and a new
+# sent_at: the head of the queue in id order is then young, and the
+# expired messages sit behind more than a sweep batch (1,000) of it.
+$node->safe_psql('postgres',
+	"SELECT queue.create('rdl', fifo => true)");
+$node->safe_psql('postgres',
+	"SELECT queue.create('rds', fifo => true, retention => '1 minute', dead_letter_queue => 'rdl', max_receive_count => 1)"
+);
+my $rds = q_id('rds');
+$node->safe_psql('postgres',
+	"SELECT count(*) FROM (SELECT array_agg('h' || i) b FROM generate_series(1, 1000) i) s,"
+	  . " queue.send_batch('rds', s.b, message_group_ids => array_fill('h'::text, ARRAY[cardinality(s.b)]),"
+	  . " deduplication_ids => s.b)");
+$node->safe_psql('postgres',
+	"SELECT count(*) FROM (SELECT array_agg('h' || i) b FROM generate_series(1001, 1100) i) s,"
+	  . " queue.send_batch('rds', s.b, message_group_ids => array_fill('h'::text, ARRAY[cardinality(s.b)]),"
+	  . " deduplication_ids => s.b)");
+# Received once with no lease, each is moved by its next receive (or by
+# the worker, its lease having ended).
+$node->safe_psql(
+	'postgres', q(
+DO $$
+BEGIN
+	FOR i IN 1 .. 10 LOOP
+		PERFORM count(*) FROM queue.receive('rds', max_messages => 1000, visibility_timeout => '0');
+	END LOOP;
+END $$;
+));
+ok($node->poll_query_until('postgres', "SELECT count(*) FROM queue_data.q$rds", '0'),
+	'FIFO: 1100 messages moved to the dead-letter queue');
+$node->safe_psql('postgres',
+	"SELECT count(*) FROM (SELECT array_agg('t' || i) b FROM generate_series(1, 50) i) s,"
+	  . " queue.send_batch('rds', s.b, message_group_ids => array_fill('t'::text, ARRAY[cardinality(s.b)]),"
+	  . " deduplication_ids => s.b)");
+is($node->safe_psql('postgres', "SELECT queue.redrive('rdl')"),
+	'1100', 'redrive puts them back');
+is( $node->safe_psql(
+		'postgres',
+		"SELECT max(message_id) FILTER (WHERE message_group_id = 'h') < min(message_id) FILTER (WHERE message_group_id = 't')"
+		  . " FROM queue_data.q$rds"),
+	't',
+	'with ids below the messages sent since');
+$node->safe_psql('postgres',
+	"UPDATE queue_data.q$rds SET sent_at = sent_at - interval '2 minutes' WHERE message_group_id = 't'");
+sweep_now();
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT count(*) FROM queue_data.q$rds WHERE message_group_id = 't'", '0'),
+	'FIFO: the worker sweeps the expired messages behind 1100 redriven ones');
+is($node->safe_psql('postgres', "SELECT count(*) FROM queue_data.q$rds"),
+	'1100', 'and keeps the redriven ones');
+ok( $node->poll_query_until(
+		'postgres', "SELECT count(*) FROM queue_data.g$rds", '1'),
+	'FIFO: the emptied group\'s row goes');
+
+# --- Dead letters already expired in their dead-letter queue --------------
+
+# A dead letter keeps its sent_at, so it may arrive in a dead-letter queue
+# (of a shorter retention) already expired.  The worker, having seen that
+# queue empty, must still notice the arrival.
+$node->safe_psql('postgres',
+	"SELECT queue.create('xdl', retention => '1 minute')");
+my $xdl = q_id('xdl');
+$node->safe_psql('postgres',
+	"SELECT queue.create('xs', retention => '1 hour', dead_letter_queue => 'xdl', max_receive_count => 1)");
+my $xs = q_id('xs');
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT coalesce(idx_scan, 0) + coalesce(seq_scan, 0) > 0 FROM pg_stat_user_tables"
+		  . " WHERE relid = 'queue_data.q$xdl'::regclass"),
+	'the worker has looked at the empty dead-letter queue');
+$node->safe_psql('postgres', "SELECT count(*) FROM queue.send('xs', 'old letter')");
+$node->safe_psql('postgres',
+	"UPDATE queue_data.q$xs SET sent_at = sent_at - interval '2 minutes'");
+$node->safe_psql('postgres',
+	"SELECT count(*) FROM queue.receive('xs', visibility_timeout => '0')");
+$node->safe_psql('postgres',
+	"SELECT count(*) FROM queue.receive('xs', visibility_timeout => '0')");
+is($node->safe_psql('postgres', "SELECT dead_lettered FROM queue.stats WHERE queue_name = 'xs'"),
+	'1', 'the message went to its dead-letter queue');
+ok($node->poll_query_until('postgres', "SELECT count(*) FROM queue_data.q$xdl", '0'),
+	'the worker sweeps it there, past that queue\'s retention (no send, no reload)');
 
 $node->stop;
 done_testing();
