@@ -210,8 +210,6 @@ extern bool queue_counters_read(int64 queue_id, int64 *counts);
 extern int64 queue_sent_count(int64 queue_id);
 extern void queue_note_arrival(int64 queue_id, int64 n);
 extern int64 queue_arrival_count(int64 queue_id);
-extern void queue_register_at_commit(void);
-extern void queue_register_database(void);
 extern void queue_prepare_gid(const char *gid);
 extern void queue_finish_prepared(const char *gid, bool commit);
 
@@ -254,6 +252,7 @@ typedef struct QueueDbSlot
 	bool		no_extension;	/* the worker found no extension and left */
 	bool		wanted;			/* CREATE EXTENSION asked for a worker */
 	TimestampTz stop_requested; /* DROP DATABASE asked it to leave, or 0 */
+	char		prepared_gid[GIDSIZE];	/* wanted once this GID commits */
 } QueueDbSlot;
 
 /*
@@ -278,7 +277,6 @@ typedef struct QueuePrepared
 	Oid			dbid;			/* InvalidOid: free */
 	uint64		seq;			/* the oldest slot is reused when none is free */
 	char		gid[GIDSIZE];
-	bool		register_db;	/* queue._register() at commit */
 	bool		overflow;		/* more queues than kept: wake everyone */
 	int			nqueues;
 	QueuePreparedQueue queues[QUEUE_PREPARED_QUEUES];
@@ -302,6 +300,10 @@ extern QueueShared *queue_shared;
 extern int	queue_max_queues;
 extern void queue_shmem_init(void);
 extern QueueDbSlot *queue_db_slot(Oid dbid, bool create);
+extern void queue_register_at_commit(void);
+extern void queue_register_database(void);
+extern void queue_register_prepare_gid(const char *gid);
+extern void queue_register_finish_prepared(const char *gid, bool commit);
 
 /* worker.c */
 extern bool queue_worker_enabled;

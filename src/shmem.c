@@ -2,15 +2,24 @@
  *
  * shmem.c
  *	  The extension's shared memory, when loaded by shared_preload_libraries:
- *	  the long-poll condition variables, the per-queue counters, the
- *	  database slots of the workers and what prepared transactions did to
- *	  queues until they commit (one slot per max_prepared_transactions).
+ *	  the long-poll condition variables, the per-queue counters, what
+ *	  prepared transactions did to queues until they commit (one slot per
+ *	  max_prepared_transactions), and the registry of databases the
+ *	  launcher and workers share.
+ *
+ * The registry: one slot per database that has (or had) a worker, where
+ * the worker says what it found and others ask of it; queue._register()
+ * (CREATE EXTENSION) asks the launcher for a worker when its transaction
+ * commits (or, prepared, when COMMIT PREPARED commits it), once the worker
+ * can see the extension.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/twophase.h"
+#include "access/xact.h"
+#include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/shmem.h"
@@ -18,6 +27,8 @@
 #include "storage/fd.h"
 
 #include "queue.h"
+
+PG_FUNCTION_INFO_V1(queue_register_sql);
 
 QueueShared *queue_shared = NULL;
 int			queue_max_queues = 8192;
@@ -224,4 +235,146 @@ queue_db_slot(Oid dbid, bool create)
 		return free_slot;
 	}
 	return NULL;
+}
+
+/* ------------------------------------------------------------------------
+ * Database registration: CREATE EXTENSION asks for a worker
+ * ------------------------------------------------------------------------
+ */
+
+static bool register_pending = false;	/* queue._register() at commit */
+static bool register_callback = false;
+
+/* The GID of the PREPARE TRANSACTION this transaction is running, if any. */
+static char register_gid[GIDSIZE];
+static bool register_gid_named = false;
+
+/* Tell the launcher this database wants a worker (at commit). */
+void
+queue_register_database(void)
+{
+	if (queue_shared == NULL)
+		return;
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	{
+		QueueDbSlot *s = queue_db_slot(MyDatabaseId, true);
+
+		if (s != NULL)
+			s->wanted = true;
+	}
+	if (queue_shared->launcher_latch != NULL)
+		SetLatch(queue_shared->launcher_latch);
+	LWLockRelease(queue_shared->lock);
+}
+
+/*
+ * A prepared transaction that asked for a worker: its database's slot
+ * remembers the GID until COMMIT PREPARED (queue_register_finish_prepared).
+ * One per database is enough: a second CREATE EXTENSION waits for the
+ * first to be resolved.
+ */
+static void
+register_prepared(void)
+{
+	if (queue_shared == NULL || !register_gid_named)
+		return;
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	{
+		QueueDbSlot *s = queue_db_slot(MyDatabaseId, true);
+
+		if (s != NULL)
+			strlcpy(s->prepared_gid, register_gid, GIDSIZE);
+	}
+	LWLockRelease(queue_shared->lock);
+}
+
+static void
+register_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			if (register_pending)
+				queue_register_database();
+			break;
+		case XACT_EVENT_PREPARE:
+			if (register_pending)
+				register_prepared();
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			break;
+		default:
+			return;
+	}
+	register_pending = false;
+	register_gid_named = false;
+}
+
+static void
+register_callbacks(void)
+{
+	if (!register_callback)
+	{
+		RegisterXactCallback(register_xact_callback, NULL);
+		register_callback = true;
+	}
+}
+
+/*
+ * queue._register() (CREATE EXTENSION): ask for this database's worker
+ * once the transaction commits, when the worker can see the extension.
+ */
+void
+queue_register_at_commit(void)
+{
+	register_callbacks();
+	register_pending = true;
+}
+
+/* PREPARE TRANSACTION gid: named by the utility hook (worker.c). */
+void
+queue_register_prepare_gid(const char *gid)
+{
+	register_callbacks();
+	strlcpy(register_gid, gid, GIDSIZE);
+	register_gid_named = true;
+}
+
+/*
+ * COMMIT or ROLLBACK PREPARED gid succeeded (the utility hook calls this
+ * after PostgreSQL did it): a prepared request for a worker takes effect
+ * or goes.
+ */
+void
+queue_register_finish_prepared(const char *gid, bool commit)
+{
+	bool		wanted = false;
+
+	if (queue_shared == NULL)
+		return;
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	{
+		QueueDbSlot *s = queue_db_slot(MyDatabaseId, false);
+
+		if (s != NULL && s->prepared_gid[0] != '\0' &&
+			strcmp(s->prepared_gid, gid) == 0)
+		{
+			s->prepared_gid[0] = '\0';
+			wanted = commit;
+		}
+	}
+	LWLockRelease(queue_shared->lock);
+	if (wanted)
+		queue_register_database();
+}
+
+/* queue._register(): CREATE EXTENSION asks for a worker, at commit. */
+Datum
+queue_register_sql(PG_FUNCTION_ARGS)
+{
+	if (queue_shared != NULL)
+		queue_register_at_commit();
+	PG_RETURN_VOID();
 }

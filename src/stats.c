@@ -40,6 +40,7 @@
 #include "queue.h"
 
 PG_FUNCTION_INFO_V1(queue_counters_sql);
+PG_FUNCTION_INFO_V1(queue_reset_counters_sql);
 
 typedef struct PendingQueue
 {
@@ -56,7 +57,6 @@ static PendingQueue *pending = NULL;
 static int	npending = 0;
 static int	maxpending = 0;
 static bool callback_registered = false;
-static bool register_pending = false;	/* queue._register() at commit */
 
 /* The GID of the PREPARE TRANSACTION this transaction is running, if any. */
 static char prepare_gid[GIDSIZE];
@@ -267,9 +267,6 @@ flush_pending(bool commit)
 					 commit ? p->wake_on_commit : p->wake_on_abort, commit);
 	}
 	npending = 0;
-	if (commit && register_pending)
-		queue_register_database();
-	register_pending = false;
 }
 
 /*
@@ -296,7 +293,7 @@ keep_prepared(void)
 	QueuePrepared *slot = NULL;
 
 	if (queue_shared == NULL || queue_shared->nprepared == 0 ||
-		!prepare_named || (npending == 0 && !register_pending))
+		!prepare_named || npending == 0)
 		return;
 
 	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
@@ -316,7 +313,6 @@ keep_prepared(void)
 	slot->dbid = MyDatabaseId;
 	slot->seq = ++queue_shared->prepared_seq;
 	strlcpy(slot->gid, prepare_gid, GIDSIZE);
-	slot->register_db = register_pending;
 	for (int i = 0; i < npending; i++)
 	{
 		PendingQueue *p = &pending[i];
@@ -384,8 +380,6 @@ queue_finish_prepared(const char *gid, bool commit)
 	/* Queues it could not keep apart: wake every waiting receive. */
 	if (done.overflow)
 		queue_wake_all();
-	if (commit && done.register_db)
-		queue_register_database();
 }
 
 /*
@@ -430,7 +424,6 @@ queue_xact_callback(XactEvent event, void *arg)
 			/* Applied or dropped when COMMIT / ROLLBACK PREPARED says. */
 			keep_prepared();
 			npending = 0;
-			register_pending = false;
 			break;
 		default:
 			return;
@@ -438,7 +431,7 @@ queue_xact_callback(XactEvent event, void *arg)
 	prepare_named = false;
 }
 
-/* The pending entry of a queue in this transaction. */
+/* Once per backend, at its first note. */
 static void
 register_callbacks(void)
 {
@@ -450,6 +443,7 @@ register_callbacks(void)
 	}
 }
 
+/* The pending entry of a queue in this transaction. */
 static PendingQueue *
 pending_entry(int64 queue_id)
 {
@@ -470,17 +464,6 @@ pending_entry(int64 queue_id)
 	pending[npending].queue_id = queue_id;
 	pending[npending].subid = subid;
 	return &pending[npending++];
-}
-
-/*
- * queue._register() (CREATE EXTENSION): ask for this database's worker
- * once the transaction commits, when the worker can see the extension.
- */
-void
-queue_register_at_commit(void)
-{
-	register_callbacks();
-	register_pending = true;
 }
 
 /*
@@ -525,6 +508,17 @@ void
 queue_note_wakeup(int64 queue_id)
 {
 	pending_entry(queue_id)->wake_on_commit = true;
+}
+
+/* queue._reset_counters(queue_id, dropped), for queue.create and drop. */
+Datum
+queue_reset_counters_sql(PG_FUNCTION_ARGS)
+{
+	if (PG_GETARG_BOOL(1))
+		queue_forget_counters_at_commit(PG_GETARG_INT64(0));
+	else
+		queue_reset_counters(PG_GETARG_INT64(0));
+	PG_RETURN_VOID();
 }
 
 /* queue._counters(queue_id): one row, nulls without shared memory. */

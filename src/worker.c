@@ -8,8 +8,8 @@
  * standby) lists the databases every QUEUE_LAUNCHER_NAP_MS and starts a
  * worker in each new one.  A worker that finds no extension says so in its
  * database slot and leaves; the launcher then leaves that database alone
- * until CREATE EXTENSION asks for a worker (queue._register), which also
- * wakes the launcher at once.  A worker that stops for any other reason is
+ * until CREATE EXTENSION asks for a worker (queue._register, shmem.c),
+ * which also wakes the launcher at once.  A worker that stops for any other reason is
  * started again.  DROP DATABASE (and CREATE DATABASE from a template that
  * has a worker, and ALTER DATABASE RENAME) first asks the database's worker
  * to leave, so it never holds up the command; only when the role may run
@@ -64,8 +64,6 @@
 PGDLLEXPORT void queue_launcher_main(Datum arg);
 PGDLLEXPORT void queue_worker_main(Datum arg);
 
-PG_FUNCTION_INFO_V1(queue_register_sql);
-PG_FUNCTION_INFO_V1(queue_reset_counters_sql);
 
 bool		queue_worker_enabled = true;
 int			queue_sweep_interval = 1000;	/* ms */
@@ -289,48 +287,11 @@ queue_launcher_main(Datum arg)
 	}
 }
 
-/* queue._register(): CREATE EXTENSION asks for a worker, at commit. */
-Datum
-queue_register_sql(PG_FUNCTION_ARGS)
-{
-	if (queue_shared != NULL)
-		queue_register_at_commit();
-	PG_RETURN_VOID();
-}
-
-/* Tell the launcher this database wants a worker (from a commit callback). */
-void
-queue_register_database(void)
-{
-	if (queue_shared == NULL)
-		return;
-	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
-	{
-		QueueDbSlot *s = queue_db_slot(MyDatabaseId, true);
-
-		if (s != NULL)
-			s->wanted = true;
-	}
-	if (queue_shared->launcher_latch != NULL)
-		SetLatch(queue_shared->launcher_latch);
-	LWLockRelease(queue_shared->lock);
-}
-
-/* queue._reset_counters(queue_id, dropped), for queue.create and drop. */
-Datum
-queue_reset_counters_sql(PG_FUNCTION_ARGS)
-{
-	if (PG_GETARG_BOOL(1))
-		queue_forget_counters_at_commit(PG_GETARG_INT64(0));
-	else
-		queue_reset_counters(PG_GETARG_INT64(0));
-	PG_RETURN_VOID();
-}
-
 /* ------------------------------------------------------------------------
  * Utility hook: DROP DATABASE makes the database's worker leave first;
- * PREPARE TRANSACTION and COMMIT / ROLLBACK PREPARED tell stats.c the GID
- * whose counts and wake-ups to keep, apply or drop
+ * PREPARE TRANSACTION and COMMIT / ROLLBACK PREPARED tell stats.c (counts
+ * and wake-ups) and shmem.c (a request for a worker) the GID whose notes
+ * to keep, apply or drop
  * ------------------------------------------------------------------------
  */
 
@@ -398,7 +359,10 @@ queue_utility_hook(PlannedStmt *pstmt, const char *queryString,
 
 		/* Two-phase commit: what a prepared transaction noted (stats.c). */
 		if (ts->kind == TRANS_STMT_PREPARE)
+		{
 			queue_prepare_gid(ts->gid);
+			queue_register_prepare_gid(ts->gid);
+		}
 		else if (ts->kind == TRANS_STMT_COMMIT_PREPARED ||
 				 ts->kind == TRANS_STMT_ROLLBACK_PREPARED)
 		{
@@ -433,7 +397,10 @@ queue_utility_hook(PlannedStmt *pstmt, const char *queryString,
 
 	/* Only once PostgreSQL finished it: an error skips this. */
 	if (finish_gid[0] != '\0')
+	{
 		queue_finish_prepared(finish_gid, finish_commit);
+		queue_register_finish_prepared(finish_gid, finish_commit);
+	}
 }
 
 void

@@ -3,7 +3,8 @@
 # TRANSACTION; ROLLBACK PREPARED counts nothing and hands back what it
 # received, waking waiters.  Sends, receives and deletes; a prepared
 # transaction that touched more queues than it keeps apart still wakes
-# them all; one that outlives a restart commits without counting.
+# them all; a prepared CREATE EXTENSION asks for a worker when it commits;
+# one that outlives a restart commits without counting.
 use strict;
 use warnings;
 
@@ -122,6 +123,24 @@ is(bg_finish(), "m40\n", 'COMMIT PREPARED of sends to 40 queues wakes a waiter o
 $elapsed = time - $t0;
 cmp_ok($elapsed, '<', 5, 'at once') or diag "returned after ${elapsed}s";
 is(counts('tpm1'), '1/0/0', 'the first queues\' sends are counted');
+
+# --- CREATE EXTENSION in a prepared transaction asks for a worker -----------
+
+$node->safe_psql('postgres', 'CREATE DATABASE tp_ext');
+$node->safe_psql('tp_ext', 'CREATE EXTENSION queue');
+my $in_tp_ext =
+  "SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'queue worker' AND datname = 'tp_ext'";
+ok($node->poll_query_until('postgres', $in_tp_ext, '1'), 'tp_ext has a worker');
+$node->safe_psql('tp_ext', 'DROP EXTENSION queue');
+ok($node->poll_query_until('postgres', $in_tp_ext, '0'),
+	'DROP EXTENSION: the worker leaves, and the launcher leaves tp_ext alone');
+$node->safe_psql('tp_ext', "BEGIN; CREATE EXTENSION queue; PREPARE TRANSACTION 'tp_ext'");
+$node->safe_psql('tp_ext', "COMMIT PREPARED 'tp_ext'");
+$t0 = time;
+ok($node->poll_query_until('postgres', $in_tp_ext, '1'),
+	'COMMIT PREPARED of CREATE EXTENSION brings the worker back');
+$elapsed = time - $t0;
+cmp_ok($elapsed, '<', 10, 'within seconds') or diag "took ${elapsed}s";
 
 # --- A prepared transaction that outlives a restart -------------------------
 
