@@ -207,7 +207,6 @@ extern void queue_reset_counters(int64 queue_id);
 extern void queue_forget_counters(int64 queue_id);
 extern void queue_forget_counters_at_commit(int64 queue_id);
 extern bool queue_counters_read(int64 queue_id, int64 *counts);
-extern int64 queue_sent_count(int64 queue_id);
 extern void queue_note_arrival(int64 queue_id, int64 n);
 extern int64 queue_arrival_count(int64 queue_id);
 extern void queue_prepare_gid(const char *gid);

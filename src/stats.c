@@ -157,15 +157,6 @@ queue_counters_read(int64 queue_id, int64 *counts)
 	return queue_shared != NULL;
 }
 
-/* How many sends of a queue have committed (-1: no shared memory). */
-int64
-queue_sent_count(int64 queue_id)
-{
-	int64		counts[QC_NUM];
-
-	return queue_counters_read(queue_id, counts) ? counts[QC_SENT] : -1;
-}
-
 /*
  * How many messages have come into a queue, by committed sends and by
  * moves (dead letters in, redrives back): the worker's sign that a queue
