@@ -20,6 +20,26 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
+-- wait_workers(n): wait (up to 60 s) until n queue workers run; true if so.
+CREATE FUNCTION pg_temp.wait_workers(n int) RETURNS bool LANGUAGE plpgsql AS $$
+BEGIN
+	FOR i IN 1..600 LOOP
+		IF (SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'queue worker') = n THEN
+			RETURN true;
+		END IF;
+		PERFORM pg_sleep(0.1);
+		PERFORM pg_stat_clear_snapshot();
+	END LOOP;
+	RETURN false;
+END
+$$;
+-- The worker is stopped for the test: its sweeps lock rows for a moment,
+-- and a receive or redrive skips locked rows, so a sweep that ran at the
+-- wrong moment would change what the statements below move.
+ALTER SYSTEM SET queue.worker_enabled = off;
+SELECT pg_reload_conf();
+SELECT pg_temp.wait_workers(0) AS worker_stopped;
+
 -- bag(queue): the bodies of a queue, sorted.
 CREATE FUNCTION pg_temp.bag(q text) RETURNS text LANGUAGE sql AS $$
 	SELECT coalesce(string_agg(body, ' ' ORDER BY body), '(empty)') FROM queue.peek(q, 1000)
@@ -142,3 +162,7 @@ SELECT queue.drop(queue_name, force => true) FROM queue.queues
 WHERE queue_name LIKE 'rd\_%' ORDER BY queue_name DESC;
 DROP OWNED BY queue_test_rd_manager;
 DROP ROLE queue_test_rd_manager;
+
+ALTER SYSTEM RESET queue.worker_enabled;
+SELECT pg_reload_conf();
+SELECT pg_temp.wait_workers(1) AS worker_back;
