@@ -13,6 +13,7 @@
 #include "executor/spi.h"
 #include "fmgr.h"
 #include "nodes/parsenodes.h"
+#include "nodes/pg_list.h"
 #include "utils/timestamp.h"
 
 /* Limits of DESIGN.md ("Limits"). */
@@ -303,6 +304,43 @@ extern void queue_register_at_commit(void);
 extern void queue_register_database(void);
 extern void queue_register_prepare_gid(const char *gid);
 extern void queue_register_finish_prepared(const char *gid, bool commit);
+
+/* sweep.c: the worker's work on each queue, pass after pass */
+typedef struct SweptQueue
+{
+	int64		queue_id;		/* hash key */
+	TimestampTz lap_due;		/* no message can expire before this */
+	TimestampTz windows_due;	/* nor a deduplication id or attempt */
+	TimestampTz dlq_since;		/* leases ending after this not yet checked */
+	int64		empty_arrivals; /* found empty after this many arrivals, or -1 */
+	int64		vacuumed_churn; /* its churn at its last vacuum (vacuum.c) */
+	int64		vacuumed_g_churn;	/* ... at its group table's last vacuum */
+	/* The expiry lap under way: every message, in id order (see below). */
+	bool		lap_running;
+	int64		lap_cursor;		/* ids up to this one are done */
+	TimestampTz lap_start;
+	TimestampTz lap_oldest;		/* least sent_at left behind, or DT_NOEND */
+	int64		lap_arrivals;	/* arrivals read before the lap began */
+	bool		seen;
+} SweptQueue;
+
+typedef struct QueueRow
+{
+	int64		id;
+	bool		fifo;
+	int64		retention;
+	int64		dedup_window;
+	bool		has_dlq;
+	char	   *name;
+	int64		g_blocks;		/* FIFO: its group table's size, as listed */
+} QueueRow;
+
+extern bool queue_list_stale;
+extern void queue_list_inval(Datum arg, Oid relid);
+extern List *queue_sweep_list(bool *extension_exists);
+extern void queue_sweep_new(SweptQueue *sq);
+extern void queue_sweep_due_now(SweptQueue *sq);
+extern void queue_sweep_pass(QueueRow *q, SweptQueue *sq, MemoryContext cxt);
 
 /* worker.c */
 extern bool queue_worker_enabled;

@@ -2,7 +2,7 @@
  *
  * worker.c
  *	  The background workers: a launcher, and one worker per database that
- *	  has the extension, which sweeps what time alone cannot.
+ *	  has the extension, whose loop hands each queue to sweep.c.
  *
  * The launcher (started at server start, after recovery: never on a hot
  * standby) lists the databases every QUEUE_LAUNCHER_NAP_MS and starts a
@@ -16,16 +16,9 @@
  * the command on that database (its owner or a superuser), so nobody else
  * can stop a worker by issuing one that is then refused.
  *
- * The worker sweeps each queue in short transactions of at most
- * SWEEP_BATCH rows that skip locked rows, so it never waits on senders or
- * receivers: messages past retention (read in laps over the whole queue,
- * see sweep_chunk), deduplication ids past their window, receive attempts
- * past theirs, and (every pass, for queues that have a dead-letter queue)
- * messages whose lease ran out after max_receive_count receives, which go
- * to the dead-letter queue with nobody receiving.  Correctness never waits
- * for it (every read filters by time); it keeps tables small.  A queue is
- * swept again only when something in it can have expired, and an empty
- * one only once something arrives, so idle queues cost nothing.
+ * The worker is a plain loop: every queue_sweep_interval it lists the
+ * queues (when the registry changed) and hands each to sweep.c, which
+ * decides what is due and does it in transactions of its own.
  * Long-pollers need no wake-up from it: a waiting receive sleeps no longer
  * than until the next message of its queue turns visible (wait.c).
  *
@@ -71,9 +64,12 @@ int			queue_sweep_interval = 1000;	/* ms */
 #define QUEUE_LAUNCHER_NAP_MS	2000
 #define QUEUE_RESTART_DELAY_MS	1000
 #define QUEUE_STOP_GRACE_MS		10000
-#define SWEEP_BATCH				1000
-#define SWEEP_ROUNDS			10		/* batches per queue per pass */
-#define ATTEMPT_WINDOW			(5 * USECS_PER_MINUTE)
+/*
+ * The worker re-reads the registry when a relcache invalidation says
+ * something changed (create and drop send one for queue._queues, alter one
+ * for the queue's table) and at least every QUEUE_LIST_MAX_AGE_MS.
+ */
+#define QUEUE_LIST_MAX_AGE_MS	10000
 
 static ProcessUtility_hook_type prev_utility_hook = NULL;
 
@@ -410,480 +406,6 @@ queue_utility_hook_init(void)
 	ProcessUtility_hook = queue_utility_hook;
 }
 
-/* ------------------------------------------------------------------------
- * Worker: sweeps
- * ------------------------------------------------------------------------
- */
-
-typedef struct SweptQueue
-{
-	int64		queue_id;		/* hash key */
-	TimestampTz lap_due;		/* no message can expire before this */
-	TimestampTz windows_due;	/* nor a deduplication id or attempt */
-	TimestampTz dlq_since;		/* leases ending after this not yet checked */
-	int64		empty_arrivals; /* found empty after this many arrivals, or -1 */
-	int64		vacuumed_churn; /* its churn at its last vacuum (vacuum.c) */
-	int64		vacuumed_g_churn;	/* ... at its group table's last vacuum */
-	/* The expiry lap under way: every message, in id order (see below). */
-	bool		lap_running;
-	int64		lap_cursor;		/* ids up to this one are done */
-	TimestampTz lap_start;
-	TimestampTz lap_oldest;		/* least sent_at left behind, or DT_NOEND */
-	int64		lap_arrivals;	/* arrivals read before the lap began */
-	bool		seen;
-} SweptQueue;
-
-typedef struct QueueRow
-{
-	int64		id;
-	bool		fifo;
-	int64		retention;
-	int64		dedup_window;
-	bool		has_dlq;
-	char	   *name;
-	int64		g_blocks;		/* FIFO: its group table's size, as listed */
-} QueueRow;
-
-/* Run one sweep statement; returns rows affected (or the first column). */
-static uint64
-sweep_exec(const char *sql, int nargs, Oid *types, Datum *values)
-{
-	int			rc = SPI_execute_with_args(sql, nargs, types, values, NULL, false, 0);
-
-	if (rc < 0)
-		elog(ERROR, "queue sweep failed: %s", SPI_result_code_string(rc));
-	return SPI_processed;
-}
-
-/*
- * An optional timestamp from the first column of a one-row query taking an
- * interval of usecs microseconds as $1.
- */
-static TimestampTz
-sweep_time(const char *sql, int64 usecs)
-{
-	Oid			type = INTERVALOID;
-	Interval	iv = {0};
-	Datum		arg = IntervalPGetDatum(&iv);
-	bool		isnull;
-	Datum		d;
-
-	iv.time = usecs;
-	if (SPI_execute_with_args(sql, 1, &type, &arg, NULL, true, 1) != SPI_OK_SELECT ||
-		SPI_processed == 0)
-		return 0;
-	d = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
-	return isnull ? 0 : DatumGetTimestampTz(d);
-}
-
-/*
- * One step of an expiry lap: what a chunk did, applied to the lap once its
- * transaction committed.
- */
-typedef struct LapStep
-{
-	uint64		deleted;
-	int64		cursor;			/* the last id looked at */
-	TimestampTz oldest;			/* least sent_at left behind, or DT_NOEND */
-	bool		last;			/* no ids after these: the lap is done */
-} LapStep;
-
-/*
- * Expiry: the worker finds expired messages by reading a queue's messages
- * in id order, SWEEP_BATCH ids a transaction, from where the last chunk
- * stopped (a "lap"), deleting those whose sent_at + retention has passed.
- * Id order says nothing of sent_at (a FIFO redrive puts old ids back with
- * a new sent_at, a dead letter keeps its old sent_at in a new queue), so
- * the lap reads every message once, and notes the least sent_at it leaves
- * behind.  Nothing can expire before that plus the retention: the next lap
- * starts then (anything that arrives meanwhile is sent at or after the
- * lap's start, but a dead letter, which is swept by the next lap at the
- * latest).  So a queue in which nothing can have expired costs nothing,
- * and one whose messages keep expiring is read in full at most once per
- * tenth of its retention (and never more than half the time).
- *
- * One chunk: the SWEEP_BATCH ids after cursor; delete the expired ones,
- * skipping rows (FIFO: groups and their senders) someone holds, which
- * count as left behind.  On a FIFO queue the groups are locked and then
- * refreshed, as any change to a group's messages must.
- */
-static void
-sweep_chunk(QueueRow *q, int64 cursor, TimestampTz cutoff, LapStep *step)
-{
-	Oid			types[3] = {INT8OID, TIMESTAMPTZOID, TEXTARRAYOID};
-	Datum		values[3];
-	int64	   *expired;
-	Datum	   *groups;
-	TimestampTz expired_oldest = DT_NOEND;
-	int			n;
-	int			nexpired = 0;
-
-	step->deleted = 0;
-	step->cursor = cursor;
-	step->oldest = DT_NOEND;
-	values[0] = Int64GetDatum(cursor);
-	n = (int) sweep_exec(psprintf(
-		"SELECT message_id, sent_at, message_group_id FROM queue_data.q" INT64_FORMAT
-		" WHERE message_id > $1 ORDER BY message_id LIMIT %d", q->id, SWEEP_BATCH),
-						 1, types, values);
-	step->last = n < SWEEP_BATCH;
-	expired = palloc(Max(n, 1) * sizeof(int64));
-	groups = palloc(Max(n, 1) * sizeof(Datum));
-	for (int r = 0; r < n; r++)
-	{
-		HeapTuple	tup = SPI_tuptable->vals[r];
-		TupleDesc	desc = SPI_tuptable->tupdesc;
-		bool		isnull;
-		int64		id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-		TimestampTz sent = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
-
-		step->cursor = id;
-		if (sent > cutoff)
-		{
-			step->oldest = Min(step->oldest, sent);
-			continue;
-		}
-		expired_oldest = Min(expired_oldest, sent);
-		if (q->fifo)
-		{
-			Datum		g = SPI_getbinval(tup, desc, 3, &isnull);
-
-			if (isnull)
-				continue;		/* cannot be: FIFO messages have groups */
-			groups[nexpired] = PointerGetDatum(PG_DETOAST_DATUM_COPY(g));
-		}
-		expired[nexpired++] = id;
-	}
-	if (nexpired == 0)
-		return;
-
-	types[0] = INT8ARRAYOID;
-	values[0] = queue_int8_array(nexpired, expired);
-	values[1] = TimestampTzGetDatum(cutoff);
-	if (!q->fifo)
-		step->deleted = sweep_exec(psprintf(
-			"DELETE FROM queue_data.q" INT64_FORMAT " WHERE message_id = ANY (ARRAY("
-			" SELECT message_id FROM queue_data.q" INT64_FORMAT
-			" WHERE message_id = ANY ($1) AND sent_at <= $2 FOR UPDATE SKIP LOCKED))",
-			q->id, q->id), 2, types, values);
-	else
-	{
-		int			ngroups = queue_sort_unique_texts(groups, nexpired);
-
-		/* FIFO: lock the groups of the expired messages, then delete. */
-		values[2] = queue_text_array(ngroups, groups, NULL);
-		ngroups = (int) sweep_exec(psprintf(
-			"SELECT message_group_id FROM queue_data.g" INT64_FORMAT
-			" WHERE message_group_id = ANY ($3) ORDER BY 1 FOR UPDATE SKIP LOCKED", q->id),
-								   3, types, values);
-		if (ngroups > 0)
-		{
-			Datum	   *locked;
-
-			ngroups = queue_spi_groups(1, &locked);
-			/* Nor groups being sent to: the sweep may empty a group (fifo.c). */
-			ngroups = queue_fifo_try_lock_senders(q->id, ngroups, locked);
-			if (ngroups > 0)
-			{
-				values[2] = queue_text_array(ngroups, locked, NULL);
-				step->deleted = sweep_exec(psprintf(
-					"DELETE FROM queue_data.q" INT64_FORMAT " WHERE message_id = ANY ($1)"
-					" AND message_group_id = ANY ($3) AND sent_at <= $2", q->id),
-										   3, types, values);
-				/* as every change to a group's messages (its senders' locks are ours) */
-				queue_fifo_refresh_groups(queue_lookup(cstring_to_text(q->name)),
-										  ngroups, locked);
-			}
-		}
-	}
-	/* Some were skipped (held, or gone meanwhile): the next lap is due now. */
-	if (step->deleted < (uint64) nexpired)
-		step->oldest = Min(step->oldest, expired_oldest);
-}
-
-/* Forget deduplication ids and receive attempts past their windows. */
-static uint64
-sweep_windows(int64 id, TimestampTz dedup_cutoff, TimestampTz attempt_cutoff)
-{
-	Oid			types[1] = {TIMESTAMPTZOID};
-	Datum		values[1];
-	uint64		n;
-
-	values[0] = TimestampTzGetDatum(dedup_cutoff);
-	n = sweep_exec(psprintf(
-		"DELETE FROM queue_data.d" INT64_FORMAT " WHERE ctid = ANY (ARRAY("
-		" SELECT ctid FROM queue_data.d" INT64_FORMAT " WHERE accepted_at <= $1"
-		" ORDER BY accepted_at LIMIT %d FOR UPDATE SKIP LOCKED))", id, id, SWEEP_BATCH),
-				   1, types, values);
-	values[0] = TimestampTzGetDatum(attempt_cutoff);
-	n += sweep_exec(psprintf(
-		"DELETE FROM queue_data.a" INT64_FORMAT " WHERE ctid = ANY (ARRAY("
-		" SELECT ctid FROM queue_data.a" INT64_FORMAT " WHERE received_at <= $1"
-		" LIMIT %d FOR UPDATE SKIP LOCKED))", id, id, SWEEP_BATCH),
-					1, types, values);
-	return n;
-}
-
-/*
- * When the next deduplication id or receive attempt of a queue reaches its
- * window (with none, anything received or sent from now on expires no
- * sooner than the shorter window from now); *empty when it has none.
- */
-static TimestampTz
-windows_next_due(QueueRow *q, TimestampTz now, bool *empty)
-{
-	TimestampTz due = now + Min(q->dedup_window, ATTEMPT_WINDOW);
-	TimestampTz t;
-	bool		found = false;
-
-	t = sweep_time(psprintf("SELECT min(accepted_at) + $1 FROM queue_data.d" INT64_FORMAT, q->id),
-				   q->dedup_window);
-	found |= (t != 0);
-	if (t != 0 && t < due)
-		due = t;
-	t = sweep_time(psprintf("SELECT min(received_at) + $1 FROM queue_data.a" INT64_FORMAT, q->id),
-				   ATTEMPT_WINDOW);
-	found |= (t != 0);
-	if (t != 0 && t < due)
-		due = t;
-	*empty = !found;
-	return due;
-}
-
-/*
- * The worker re-reads the registry when a relcache invalidation says
- * something changed (create and drop send one for queue._queues, alter one
- * for the queue's table) and at least every QUEUE_LIST_MAX_AGE_MS.
- */
-#define QUEUE_LIST_MAX_AGE_MS	10000
-
-static bool queue_list_stale = true;
-
-static void
-queue_list_inval(Datum arg, Oid relid)
-{
-	queue_list_stale = true;
-}
-
-/* The queues of this database (empty if the extension is gone). */
-static List *
-list_queues(bool *extension_exists)
-{
-	List	   *queues = NIL;
-	MemoryContext outer = CurrentMemoryContext;
-
-	StartTransactionCommand();
-	*extension_exists = OidIsValid(get_extension_oid("queue", true));
-	if (*extension_exists)
-	{
-		SPI_connect();
-		PushActiveSnapshot(GetTransactionSnapshot());
-		if (SPI_execute("SELECT queue_id, fifo,"
-						" (extract(epoch FROM retention) * 1000000)::int8,"
-						" (extract(epoch FROM deduplication_window) * 1000000)::int8,"
-						" dead_letter_queue IS NOT NULL, queue_name,"
-						" CASE WHEN fifo THEN pg_catalog.pg_relation_size(pg_catalog.to_regclass("
-						"  'queue_data.g' || queue_id)) END"
-						" FROM queue._queues ORDER BY queue_id", true, 0) != SPI_OK_SELECT)
-			elog(ERROR, "could not list queues");
-		for (uint64 r = 0; r < SPI_processed; r++)
-		{
-			HeapTuple	tup = SPI_tuptable->vals[r];
-			TupleDesc	desc = SPI_tuptable->tupdesc;
-			bool		isnull;
-			MemoryContext old = MemoryContextSwitchTo(outer);
-			QueueRow   *q = palloc(sizeof(QueueRow));
-
-			q->id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
-			q->fifo = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
-			q->retention = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
-			q->dedup_window = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
-			q->has_dlq = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
-			q->name = TextDatumGetCString(SPI_getbinval(tup, desc, 6, &isnull));
-			q->g_blocks = DatumGetInt64(SPI_getbinval(tup, desc, 7, &isnull)) / BLCKSZ;
-			if (isnull)
-				q->g_blocks = 0;
-			queues = lappend(queues, q);
-			MemoryContextSwitchTo(old);
-		}
-		PopActiveSnapshot();
-		SPI_finish();
-	}
-	CommitTransactionCommand();
-	return queues;
-}
-
-/*
- * After an error in a sweep: report it, abandon the transaction and the
- * sweep's memory; the worker goes on with the next queue.
- */
-static void
-sweep_recover(MemoryContext cxt)
-{
-	MemoryContextSwitchTo(cxt);
-	EmitErrorReport();
-	FlushErrorState();
-	AbortCurrentTransaction();
-	MemoryContextReset(cxt);
-}
-
-/*
- * Move messages whose last lease ran out since the previous pass after
- * max_receive_count receives to the dead-letter queue (deadletter.c).  Runs
- * every pass for queues that have a dead-letter queue: it reads only the
- * leases that ended since.
- */
-static void
-sweep_dead_letters(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
-{
-	PG_TRY();
-	{
-		TimestampTz now;
-		uint64		moved;
-
-		do
-		{
-			QueueMeta  *meta;
-
-			StartTransactionCommand();
-			SPI_connect();
-			PushActiveSnapshot(GetTransactionSnapshot());
-			now = GetCurrentTimestamp();
-			meta = queue_lookup(cstring_to_text(q->name));
-			moved = meta->max_receive_count > 0 ?
-				queue_dead_letter_sweep(meta, sq->dlq_since, now) : 0;
-			PopActiveSnapshot();
-			SPI_finish();
-			CommitTransactionCommand();
-			MemoryContextReset(cxt);
-			CHECK_FOR_INTERRUPTS();
-		} while (moved >= SWEEP_BATCH);
-		/* A little overlap: a lease ending now may commit a moment later. */
-		sq->dlq_since = now - USECS_PER_SEC;
-	}
-	PG_CATCH();
-	{
-		sweep_recover(cxt);
-	}
-	PG_END_TRY();
-}
-
-/*
- * Sweep one queue: up to SWEEP_ROUNDS short transactions, each one chunk
- * of the expiry lap (when a lap is due or under way) and the windows (when
- * due), then note when it is next due.  The lap's state changes only once
- * its chunk committed.  An error (say, the queue was dropped meanwhile) is
- * logged and the queue retried on a later pass.
- */
-static void
-sweep_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
-{
-	PG_TRY();
-	{
-		for (int round = 0; round < SWEEP_ROUNDS; round++)
-		{
-			TimestampTz now;
-			int64		arrivals = queue_arrival_count(q->id);
-			LapStep		step = {0};
-			bool		chunked = false;
-			bool		windows_busy = false;
-			bool		windows_checked = false;
-			bool		windows_empty = false;
-
-			StartTransactionCommand();
-			SPI_connect();
-			PushActiveSnapshot(GetTransactionSnapshot());
-			now = GetCurrentTimestamp();
-			if (!sq->lap_running && now >= sq->lap_due)
-			{
-				sq->lap_running = true;
-				sq->lap_cursor = 0;
-				sq->lap_start = now;
-				sq->lap_oldest = DT_NOEND;
-				/* read before this transaction's snapshot: see below */
-				sq->lap_arrivals = arrivals;
-			}
-			if (sq->lap_running)
-			{
-				sweep_chunk(q, sq->lap_cursor, now - q->retention, &step);
-				chunked = true;
-				if (step.deleted > 0)
-					queue_count(q->id, QC_EXPIRED, (int64) step.deleted);
-			}
-			/* The lap's last chunk also looks at the windows. */
-			if (now >= sq->windows_due || (chunked && step.last))
-			{
-				uint64		forgotten = sweep_windows(q->id, now - q->dedup_window,
-													  now - ATTEMPT_WINDOW);
-
-				windows_busy = forgotten >= SWEEP_BATCH;
-				if (!windows_busy)
-				{
-					sq->windows_due = windows_next_due(q, now, &windows_empty);
-					windows_checked = true;
-				}
-			}
-			PopActiveSnapshot();
-			SPI_finish();
-			CommitTransactionCommand();
-			MemoryContextReset(cxt);
-
-			if (chunked)
-			{
-				sq->lap_cursor = step.cursor;
-				sq->lap_oldest = Min(sq->lap_oldest, step.oldest);
-				if (step.last)
-				{
-					TimestampTz took = now - sq->lap_start;
-
-					sq->lap_running = false;
-					sq->lap_due = Max(Min(sq->lap_oldest, sq->lap_start) + q->retention,
-									  now + Max(took, q->retention / 10));
-
-					/*
-					 * Nothing left at all: nothing can expire until
-					 * something arrives (ids and attempts only come with
-					 * messages).  Note the arrivals read before the lap's
-					 * first snapshot, so one it did not see shows as a
-					 * change.  (A queue whose arrivals cannot be counted
-					 * is looked at when its windows are due instead.)
-					 */
-					sq->empty_arrivals =
-						(sq->lap_oldest == DT_NOEND && windows_checked && windows_empty &&
-						 sq->lap_arrivals >= 0) ? sq->lap_arrivals : -1;
-				}
-			}
-			if (!sq->lap_running && !windows_busy)
-				break;
-			CHECK_FOR_INTERRUPTS();
-		}
-	}
-	PG_CATCH();
-	{
-		sweep_recover(cxt);
-		sq->lap_due = sq->windows_due = GetCurrentTimestamp() + 10 * USECS_PER_SEC;
-		sq->lap_running = false;
-	}
-	PG_END_TRY();
-}
-
-/* Vacuum a queue that churned (vacuum.c); an error waits for a later pass. */
-static void
-vacuum_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
-{
-	PG_TRY();
-	{
-		queue_vacuum_if_churned(q->id, q->fifo, q->g_blocks, &sq->vacuumed_churn,
-								&sq->vacuumed_g_churn);
-	}
-	PG_CATCH();
-	{
-		sweep_recover(cxt);
-	}
-	PG_END_TRY();
-	MemoryContextReset(cxt);
-}
-
 /* However a worker leaves, its slot stops naming its pid. */
 static void
 worker_exit(int code, Datum arg)
@@ -957,10 +479,7 @@ queue_worker_main(Datum arg)
 			ProcessConfigFile(PGC_SIGHUP);
 			hash_seq_init(&status, swept);
 			while ((sq = hash_seq_search(&status)) != NULL)
-			{
-				sq->lap_due = sq->windows_due = 0;
-				sq->empty_arrivals = -1;
-			}
+				queue_sweep_due_now(sq);
 		}
 		if (!queue_worker_enabled)
 			proc_exit(0);
@@ -984,7 +503,7 @@ queue_worker_main(Datum arg)
 			MemoryContextReset(list_cxt);
 			MemoryContextSwitchTo(list_cxt);
 			queue_list_stale = false;
-			queues = list_queues(&exists);
+			queues = queue_sweep_list(&exists);
 			listed_at = GetCurrentTimestamp();
 		}
 		else
@@ -1016,42 +535,9 @@ queue_worker_main(Datum arg)
 
 			sq = hash_search(swept, &q->id, HASH_ENTER, &found);
 			if (!found)
-			{
-				sq->lap_due = sq->windows_due = 0;
-				sq->dlq_since = DT_NOBEGIN;
-				sq->empty_arrivals = -1;
-				sq->vacuumed_churn = -1;
-				sq->vacuumed_g_churn = -1;
-				sq->lap_running = false;
-			}
+				queue_sweep_new(sq);
 			sq->seen = true;
-			MemoryContextSwitchTo(sweep_cxt);
-			vacuum_queue(q, sq, sweep_cxt);
-			MemoryContextSwitchTo(pass_cxt);
-			if (q->has_dlq)
-			{
-				MemoryContextSwitchTo(sweep_cxt);
-				sweep_dead_letters(q, sq, sweep_cxt);
-				MemoryContextSwitchTo(pass_cxt);
-			}
-			/*
-			 * An empty queue waits for something to arrive; then it is
-			 * due at once (a dead letter may come already expired).
-			 */
-			if (sq->empty_arrivals >= 0)
-			{
-				if (queue_arrival_count(q->id) == sq->empty_arrivals)
-					continue;
-				sq->empty_arrivals = -1;
-				sq->lap_due = sq->windows_due = 0;
-			}
-			if (sq->lap_running ||
-				GetCurrentTimestamp() >= Min(sq->lap_due, sq->windows_due))
-			{
-				MemoryContextSwitchTo(sweep_cxt);
-				sweep_queue(q, sq, sweep_cxt);
-				MemoryContextSwitchTo(pass_cxt);
-			}
+			queue_sweep_pass(q, sq, sweep_cxt);
 		}
 		/* Forget dropped queues. */
 		hash_seq_init(&status, swept);
