@@ -328,7 +328,7 @@ sweep_dead_letters(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 {
 	PG_TRY();
 	{
-		TimestampTz now;
+		TimestampTz now = 0;
 		uint64		moved;
 
 		do
@@ -336,6 +336,13 @@ sweep_dead_letters(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 			QueueMeta  *meta;
 
 			StartTransactionCommand();
+			if (!OidIsValid(queue_table_relid(q->id, 'q')))
+			{
+				/* dropped since the worker listed it */
+				CommitTransactionCommand();
+				queue_list_stale = true;
+				break;			/* (never return from inside PG_TRY) */
+			}
 			SPI_connect();
 			PushActiveSnapshot(GetTransactionSnapshot());
 			now = GetCurrentTimestamp();
@@ -349,7 +356,8 @@ sweep_dead_letters(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 			CHECK_FOR_INTERRUPTS();
 		} while (moved >= SWEEP_BATCH);
 		/* A little overlap: a lease ending now may commit a moment later. */
-		sq->dlq_since = now - USECS_PER_SEC;
+		if (now != 0)
+			sq->dlq_since = now - USECS_PER_SEC;
 	}
 	PG_CATCH();
 	{
@@ -381,6 +389,13 @@ sweep_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 			bool		windows_empty = false;
 
 			StartTransactionCommand();
+			/* Dropped since the worker listed it: the next list forgets it. */
+			if (!OidIsValid(queue_table_relid(q->id, 'q')))
+			{
+				CommitTransactionCommand();
+				queue_list_stale = true;
+				break;
+			}
 			SPI_connect();
 			PushActiveSnapshot(GetTransactionSnapshot());
 			now = GetCurrentTimestamp();
