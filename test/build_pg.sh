@@ -83,6 +83,7 @@ export DEBIAN_FRONTEND=noninteractive
 # its own release (not the security archive).
 system_mirror() {
 	local codename f
+	# shellcheck disable=SC1091  # the system's own file
 	codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
 	{
 		grep -hs '^deb ' /etc/apt/sources.list /etc/apt/sources.list.d/*.list |
