@@ -63,5 +63,15 @@ bench:
 	$(MAKE) install
 	bash test/bench/run.sh
 
-# Every object depends on the shared header (PGXS tracks no headers).
-$(OBJS): src/queue.h
+# Every object depends on the shared headers (PGXS tracks no headers), and
+# on the PostgreSQL it was built for: a stamp holds pg_config's path and
+# version, and changes when PG_CONFIG does, so `make test PG_CONFIG=...`
+# never links objects built for another version.
+PG_STAMP := .pg_config.stamp
+EXTRA_CLEAN += $(PG_STAMP)
+ifneq ($(PGXS),)
+ifneq ($(shell cat $(PG_STAMP) 2>/dev/null),$(PG_CONFIG) $(VERSION))
+$(shell echo '$(PG_CONFIG) $(VERSION)' >$(PG_STAMP))
+endif
+endif
+$(OBJS): src/queue.h src/compat.h $(PG_STAMP)

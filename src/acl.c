@@ -9,7 +9,8 @@
  * even from inside another role's SECURITY DEFINER function), is checked
  * against the queue's owner and grants, and only then switches to the
  * tables' owner for its SPI work (queue_enter), with a search path of
- * pg_catalog alone so no object a user created can stand in for ours.
+ * pg_catalog alone (pg_catalog, then pg_temp from PostgreSQL 17: compat.h)
+ * so no object a user created can stand in for ours.
  *
  * Privileges (DESIGN.md "Access"): send; receive (receive, delete,
  * change_visibility); manage (alter, purge, drop, peek, redrive, grant,
@@ -92,28 +93,10 @@ tables_owner(void)
 	return cached_owner;
 }
 
-/* pg_catalog alone: what every statement of ours is parsed under. */
-static OverrideSearchPath *
-catalog_path(void)
-{
-	static OverrideSearchPath *path = NULL;
-
-	if (path == NULL)
-	{
-		MemoryContext old = MemoryContextSwitchTo(TopMemoryContext);
-
-		path = palloc0(sizeof(OverrideSearchPath));
-		path->schemas = NIL;
-		path->addCatalog = true;
-		path->addTemp = false;
-		MemoryContextSwitchTo(old);
-	}
-	return path;
-}
-
 /*
- * Become the tables' owner with a pinned search path.  An error on the way
- * out is fine: transaction abort restores the user and the search path.
+ * Become the tables' owner with a pinned search path (compat.h says how).
+ * An error on the way out is fine: transaction abort restores the user and
+ * the search path.
  */
 void
 queue_enter(QueueCall *call)
@@ -122,13 +105,13 @@ queue_enter(QueueCall *call)
 	call->caller = call->save_userid;
 	SetUserIdAndSecContext(tables_owner(),
 						   call->save_sec | SECURITY_LOCAL_USERID_CHANGE);
-	PushOverrideSearchPath(catalog_path());
+	call->search_path_pin = queue_pin_search_path();
 }
 
 void
 queue_leave(QueueCall *call)
 {
-	PopOverrideSearchPath();
+	queue_unpin_search_path(call->search_path_pin);
 	SetUserIdAndSecContext(call->save_userid, call->save_sec);
 }
 
@@ -281,8 +264,8 @@ queue_admin_call(PG_FUNCTION_ARGS)
 	result = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
 	if (!isnull)
 		result = SPI_datumTransfer(result,
-								   SPI_tuptable->tupdesc->attrs[0].attbyval,
-								   SPI_tuptable->tupdesc->attrs[0].attlen);
+								   TupleDescAttr(SPI_tuptable->tupdesc, 0)->attbyval,
+								   TupleDescAttr(SPI_tuptable->tupdesc, 0)->attlen);
 	SPI_finish();
 	queue_leave(&call);
 	if (isnull)

@@ -134,7 +134,7 @@ scan_by_key(IndexedRel *r, Snapshot snap, Datum key, bool is_group)
 							   C_COLLATION_OID, F_TEXTEQ, key);
 	else
 		ScanKeyInit(&k, 1, BTEqualStrategyNumber, F_INT8EQ, key);
-	scan = index_beginscan(r->rel, r->index, snap, 1, 0);
+	scan = queue_index_beginscan(r->rel, r->index, snap, 1, 0);
 	index_rescan(scan, &k, 1, NULL, 0);
 	return scan;
 }

@@ -14,7 +14,10 @@
 #include "fmgr.h"
 #include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
+#include "utils/array.h"
 #include "utils/timestamp.h"
+
+#include "compat.h"
 
 /* Limits of DESIGN.md ("Limits"). */
 #define QUEUE_NAME_MAX			80
@@ -109,6 +112,7 @@ typedef struct QueueCall
 	Oid			caller;			/* who called: checked against the queue */
 	Oid			save_userid;
 	int			save_sec;
+	int			search_path_pin;	/* queue_pin_search_path's (compat.h) */
 } QueueCall;
 
 extern void queue_enter(QueueCall *call);

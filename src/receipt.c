@@ -146,7 +146,7 @@ queue_receipt_make(int64 queue_id, int64 message_id, uint64 nonce)
 	put64(bin + 17, nonce);
 	receipt_mac(bin, bin + RECEIPT_BODY_LEN);
 
-	len = pg_b64_encode((const char *) bin, RECEIPT_BIN_LEN,
+	len = pg_b64_encode((const QueueB64Byte *) bin, RECEIPT_BIN_LEN,
 						VARDATA(out), RECEIPT_TEXT_LEN + 1);
 	if (len != RECEIPT_TEXT_LEN)
 		elog(ERROR, "receipt encoding failed");
@@ -178,7 +178,7 @@ queue_receipt_parse(text *receipt, int64 queue_id,
 
 	if (len != RECEIPT_TEXT_LEN)
 		forged("A receipt is 44 characters long.");
-	if (pg_b64_decode(VARDATA_ANY(receipt), len, (char *) bin, sizeof(bin)) != RECEIPT_BIN_LEN ||
+	if (pg_b64_decode(VARDATA_ANY(receipt), len, (QueueB64Byte *) bin, sizeof(bin)) != RECEIPT_BIN_LEN ||
 		bin[0] != RECEIPT_VERSION)
 		forged("It does not decode.");
 	receipt_mac(bin, mac);

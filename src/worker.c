@@ -301,11 +301,7 @@ queue_launcher_main(Datum arg)
 static bool
 may_stop_worker_of(Oid dbid)
 {
-#if PG_VERSION_NUM >= 160000
-	return object_ownercheck(DatabaseRelationId, dbid, GetUserId());
-#else
-	return pg_database_ownercheck(dbid, GetUserId());
-#endif
+	return queue_database_ownercheck(dbid, GetUserId());
 }
 
 static void

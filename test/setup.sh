@@ -8,6 +8,11 @@
 # `apt-get update` and installs the missing Debian packages without asking;
 # as any other user it says what to install and exits 1.
 #
+# With PG_CONFIG naming another PostgreSQL (`make test PG_CONFIG=...`, for
+# example one built by test/build_pg.sh), it checks that one's programs
+# instead and installs no PostgreSQL package: a missing one is for
+# test/build_pg.sh to build.
+#
 # Idempotent; never reads stdin.  Used by `make run`, `make test`, `.ci/run`.
 
 set -euo pipefail
@@ -16,12 +21,23 @@ PG_MAJOR=15
 PG_LIB=/usr/lib/postgresql/$PG_MAJOR
 PG_BIN=$PG_LIB/bin
 PGXS_TEST=$PG_LIB/lib/pgxs/src/test
+PG_CONFIG=${PG_CONFIG:-pg_config}
+other_pg=0
+if [ "$PG_CONFIG" != pg_config ]; then
+	other_pg=1
+	[ -x "$PG_CONFIG" ] || {
+		echo "setup: $PG_CONFIG not found (test/build_pg.sh builds 17 and 18)" >&2
+		exit 1
+	}
+	PG_BIN=$("$PG_CONFIG" --bindir)
+	PGXS_TEST=$(dirname "$("$PG_CONFIG" --pgxs)")/../test
+fi
 
 missing=()
 
 pgxs=""
-if command -v pg_config >/dev/null 2>&1; then
-	pgxs=$(pg_config --pgxs 2>/dev/null || true)
+if command -v "$PG_CONFIG" >/dev/null 2>&1; then
+	pgxs=$("$PG_CONFIG" --pgxs 2>/dev/null || true)
 fi
 if [ -z "$pgxs" ] || [ ! -f "$pgxs" ]; then
 	missing+=("PGXS (pg_config --pgxs)")
@@ -47,7 +63,20 @@ if [ ${#missing[@]} -eq 0 ]; then
 	exit 0
 fi
 
-pkgs=("postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" libipc-run-perl)
+if [ $other_pg -eq 1 ]; then
+	for m in "${missing[@]}"; do
+		case $m in
+		/* | PGXS*)
+			echo "setup: missing: ${missing[*]}" >&2
+			echo "setup: $PG_CONFIG lacks them: rebuild it with test/build_pg.sh" >&2
+			exit 1
+			;;
+		esac
+	done
+	pkgs=(libipc-run-perl)
+else
+	pkgs=("postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" libipc-run-perl)
+fi
 [ $need_cc -eq 1 ] && pkgs+=(build-essential)
 
 echo "setup: missing: ${missing[*]}"
@@ -74,7 +103,7 @@ apt-get install -y --no-install-recommends \
 
 # Check again: fail here, clearly, rather than later in make.
 still=()
-pgxs=$(pg_config --pgxs 2>/dev/null || true)
+pgxs=$("$PG_CONFIG" --pgxs 2>/dev/null || true)
 { [ -n "$pgxs" ] && [ -f "$pgxs" ]; } || still+=("PGXS")
 [ -x "$PGXS_TEST/isolation/pg_isolation_regress" ] || still+=("pg_isolation_regress")
 [ -x "$PG_BIN/postgres" ] || still+=("postgres")

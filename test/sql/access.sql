@@ -4,8 +4,9 @@
 -- grants to PUBLIC, revokes seen at once by other sessions, refused calls
 -- changing nothing, CREATE on the database to create, the creating role as
 -- owner, the tables and internal functions closed to other roles, and a
--- hostile search_path that changes nothing.  Roles are cluster-wide, so
--- every role made here is named queue_test_* and dropped at the end.
+-- hostile search_path and traps in pg_temp that change nothing.  Roles are
+-- cluster-wide, so every role made here is named queue_test_* and dropped
+-- at the end.
 -- Output is booleans, counts and SQLSTATEs, never ids or receipts.
 CREATE EXTENSION IF NOT EXISTS queue;
 -- a second session, to see a revoke from elsewhere
@@ -645,6 +646,166 @@ SELECT count(*) AS messages, owner::text AS owner
 FROM queue.peek('acl_hostile2', 100), queue.queues WHERE queue_name = 'acl_hostile2' GROUP BY owner;
 SELECT queue.drop('acl_hostile'), queue.drop('acl_hostile.fifo'), queue.drop('acl_hostile_src'),
 	   queue.drop('acl_hostile_dlq'), queue.drop('acl_hostile2');
+
+----------------------------------------------------------------------
+-- traps in pg_temp: the caller's own temporary schema holds views named
+-- like the catalogs, domains named like the types our statements name,
+-- functions and operators named like built-ins; each raises QTMP0 when
+-- used.  The caller searches pg_temp first, our statements never resolve
+-- a trap (up to PostgreSQL 16 pg_temp is not in their path; from 17 it
+-- comes after pg_catalog), and the caller's search path is back after
+-- every call, failed ones too.  In a fresh session, so every plan the API
+-- keeps is made with the traps in place.
+----------------------------------------------------------------------
+\c
+SET client_min_messages = warning;
+CREATE FUNCTION pg_temp.err(cmd pg_catalog.text) RETURNS pg_catalog.text LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE cmd;
+	RETURN 'ok';
+EXCEPTION WHEN OTHERS THEN
+	RETURN pg_catalog.concat(SQLSTATE, ': ', SQLERRM);
+END
+$$;
+CREATE FUNCTION pg_temp.temp_trap() RETURNS pg_catalog.bool LANGUAGE plpgsql AS $$
+BEGIN
+	RAISE EXCEPTION 'pg_temp object used' USING ERRCODE = 'QTMP0';
+END
+$$;
+DO $$
+DECLARE
+	t pg_catalog.text;
+	f record;
+BEGIN
+	FOREACH t IN ARRAY ARRAY['pg_class', 'pg_namespace', 'pg_type', 'pg_proc',
+		'pg_index', 'pg_roles', 'pg_authid', 'pg_database', 'pg_extension',
+		'pg_locks', 'pg_settings', 'pg_stat_activity']
+	LOOP
+		EXECUTE pg_catalog.format('CREATE VIEW pg_temp.%I AS SELECT * FROM pg_catalog.%I WHERE pg_temp.temp_trap()', t, t);
+	END LOOP;
+	FOREACH t IN ARRAY ARRAY['text', 'varchar', 'name', 'jsonb', 'json', 'bytea',
+		'int2', 'int4', 'int8', 'numeric', 'float8', 'bool', 'oid', 'uuid',
+		'timestamptz', 'regclass', 'regrole', 'regnamespace', 'regproc']
+	LOOP
+		EXECUTE pg_catalog.format('CREATE DOMAIN pg_temp.%I AS pg_catalog.%I CHECK (pg_temp.temp_trap())', t, t);
+	END LOOP;
+	-- PostgreSQL never looks up an unqualified function or operator in
+	-- pg_temp; these would show if that changed
+	FOR f IN SELECT * FROM (VALUES
+		('now', '', 'timestamptz'), ('clock_timestamp', '', 'timestamptz'),
+		('nextval', 'regclass', 'int8'), ('lower', 'text', 'text'),
+		('length', 'text', 'int4'), ('octet_length', 'text', 'int4'),
+		('hashtext', 'text', 'int4'), ('to_jsonb', 'text', 'jsonb'),
+		('jsonb_build_object', 'text, text', 'jsonb'), ('format', 'text', 'text'),
+		('pg_advisory_xact_lock', 'int8', 'void'), ('current_setting', 'text', 'text'),
+		('sha256', 'bytea', 'bytea'), ('gen_random_uuid', '', 'uuid'),
+		('cardinality', 'anyarray', 'int4'), ('array_position', 'anyarray, anyelement', 'int4'))
+		AS v(name, args, ret)
+	LOOP
+		EXECUTE pg_catalog.format('CREATE FUNCTION pg_temp.%I(%s) RETURNS pg_catalog.%I LANGUAGE plpgsql AS %L',
+					   f.name, (SELECT pg_catalog.string_agg('pg_catalog.' || pg_catalog.btrim(a), ', ')
+								FROM pg_catalog.unnest(pg_catalog.string_to_array(f.args, ',')) a),
+					   f.ret, 'BEGIN PERFORM pg_temp.temp_trap(); END');
+	END LOOP;
+	FOR f IN SELECT * FROM (VALUES
+		('=', 'text', 'text', 'bool'), ('=', 'int8', 'int8', 'bool'), ('<>', 'int8', 'int8', 'bool'),
+		('<', 'int8', 'int8', 'bool'), ('<=', 'timestamptz', 'timestamptz', 'bool'),
+		('>', 'timestamptz', 'timestamptz', 'bool'), ('+', 'timestamptz', 'interval', 'timestamptz'),
+		('||', 'text', 'text', 'text'), ('->>', 'jsonb', 'text', 'text'))
+		AS v(op, l, r, ret)
+	LOOP
+		EXECUTE pg_catalog.format('CREATE FUNCTION pg_temp.%I(pg_catalog.%I, pg_catalog.%I) RETURNS pg_catalog.%I LANGUAGE plpgsql AS %L',
+					   'op_' || pg_catalog.md5(f.op || f.l || f.r), f.l, f.r, f.ret,
+					   'BEGIN PERFORM pg_temp.temp_trap(); END');
+		EXECUTE pg_catalog.format('CREATE OPERATOR pg_temp.%s (LEFTARG = pg_catalog.%I, RIGHTARG = pg_catalog.%I, FUNCTION = pg_temp.%I)',
+					   f.op, f.l, f.r, 'op_' || pg_catalog.md5(f.op || f.l || f.r));
+	END LOOP;
+END
+$$;
+SELECT pg_catalog.count(*) AS temp_views FROM pg_catalog.pg_class
+WHERE relnamespace OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema() AND relkind OPERATOR(pg_catalog.=) 'v';
+SELECT pg_catalog.count(*) AS temp_domains FROM pg_catalog.pg_type
+WHERE typnamespace OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema() AND typtype OPERATOR(pg_catalog.=) 'd';
+SELECT pg_catalog.count(*) AS temp_operators FROM pg_catalog.pg_operator
+WHERE oprnamespace OPERATOR(pg_catalog.=) pg_catalog.pg_my_temp_schema();
+SET search_path = pg_temp, pg_catalog;
+-- the traps are armed: the caller's own statements hit them
+SELECT pg_temp.err($$SELECT 'a'::text$$) AS text_cast,
+	   pg_temp.err($$SELECT '{}'::jsonb$$) AS jsonb_cast,
+	   pg_temp.err($$SELECT 1::int8$$) AS int8_cast,
+	   pg_temp.err($$SELECT count(*) FROM pg_class$$) AS pg_class,
+	   pg_temp.err($$SELECT pg_temp.now()$$) AS qualified_now;
+-- every API function does its work all the same
+SELECT pg_temp.err($$SELECT queue.create('acl_temp')$$) AS create_std;
+SELECT pg_temp.err($$SELECT queue.create('acl_temp.fifo', fifo => true, content_based_deduplication => true)$$) AS create_fifo;
+SELECT pg_temp.err($$SELECT queue.create('acl_temp_dlq')$$) AS create_dlq;
+SELECT pg_temp.err($$SELECT queue.alter('acl_temp', visibility_timeout => '5 minutes', dead_letter_queue => 'acl_temp_dlq', max_receive_count => 2, tags => '{"t": 1}')$$) AS alter;
+SELECT pg_temp.err($$SELECT queue.send('acl_temp', 't1')$$) AS send;
+SELECT pg_temp.err($$SELECT queue.send('acl_temp', '{"h": 2}', delay => '0', deduplication_id => 'dd-2', attributes => '{"a": 1}')$$) AS send_dedup;
+SELECT pg_temp.err($$SELECT queue.send('acl_temp', 't2 again', deduplication_id => 'dd-2')$$) AS send_duplicate;
+SELECT pg_temp.err($$SELECT queue.send_batch('acl_temp', ARRAY['t3', 't4', 't5'])$$) AS send_batch;
+SELECT pg_temp.err($$SELECT queue.send_batch('acl_temp.fifo', ARRAY['f1', 'f2'], message_group_ids => ARRAY['g', 'g'])$$) AS send_batch_fifo;
+SELECT pg_temp.err($$SELECT queue.send('acl_temp.fifo', 'f3', message_group_id => 'g')$$) AS send_fifo;
+SELECT pg_temp.err($$SELECT queue.receive('acl_temp', 2, receive_attempt_id => 'att')$$) AS receive;
+SELECT pg_temp.err($$SELECT queue.receive('acl_temp', 2, receive_attempt_id => 'att')$$) AS receive_retry;
+SELECT pg_temp.err($$SELECT queue.receive('acl_temp.fifo', 10)$$) AS receive_fifo;
+SELECT pg_temp.err($$SELECT queue.peek('acl_temp', 100)$$) AS peek;
+SELECT pg_temp.err($$SELECT queue.grant('acl_temp', 'queue_test_sender', '{send, receive}')$$) AS grant;
+SELECT pg_temp.err($$SELECT queue.revoke('acl_temp', 'queue_test_sender', '{receive}')$$) AS revoke;
+SELECT pg_temp.err($$SELECT * FROM queue.queues$$) AS view_queues;
+SELECT pg_temp.err($$SELECT * FROM queue.stats$$) AS view_stats;
+CREATE TEMP TABLE got AS SELECT * FROM queue.receive('acl_temp', 10, visibility_timeout => '1 hour');
+SELECT pg_catalog.count(*) AS received FROM got;
+SELECT pg_temp.err(pg_catalog.format('SELECT queue.change_visibility(%L, %L, %L)', 'acl_temp', receipt, '2 hours'))
+	AS change_visibility FROM got ORDER BY message_id LIMIT 1;
+SELECT pg_temp.err(pg_catalog.format('SELECT queue.change_visibility_batch(%L, %L, %L)', 'acl_temp',
+	(SELECT pg_catalog.array_agg(receipt) FROM got), '3 hours')) AS change_visibility_batch;
+SELECT pg_temp.err(pg_catalog.format('SELECT queue.delete(%L, %L)', 'acl_temp', receipt))
+	AS delete FROM got ORDER BY message_id LIMIT 1;
+SELECT pg_temp.err(pg_catalog.format('SELECT queue.delete_batch(%L, %L)', 'acl_temp',
+	(SELECT pg_catalog.array_agg(receipt) FROM got))) AS delete_batch;
+SELECT pg_temp.err($$SELECT queue.create('acl_temp_src', dead_letter_queue => 'acl_temp_dlq', max_receive_count => 1)$$) AS create_src;
+SELECT pg_temp.err($$SELECT queue.send_batch('acl_temp_src', ARRAY['dead 1', 'dead 2'])$$) AS send;
+SELECT pg_temp.err($$SELECT queue.receive('acl_temp_src', 10, visibility_timeout => '0')$$) AS receive;
+SELECT pg_temp.err($$SELECT queue.receive('acl_temp_src', 10)$$) AS receive_dead_letters;
+SELECT pg_temp.err($$SELECT queue.redrive('acl_temp_dlq', max_messages => 1)$$) AS redrive;
+SELECT pg_temp.err($$SELECT queue.redrive('acl_temp_dlq', 'acl_temp', 10)$$) AS redrive_to;
+SELECT pg_temp.err($$SELECT queue.purge('acl_temp_dlq')$$) AS purge;
+-- and as a role that is not a superuser, with the same traps
+SET ROLE queue_test_owner;
+SELECT pg_temp.err($$SELECT queue.create('acl_temp2')$$) AS create;
+SELECT pg_temp.err($$SELECT queue.send('acl_temp2', 'o1', attributes => '{"a": 1}')$$) AS send;
+SELECT pg_temp.err($$SELECT queue.grant('acl_temp2', 'queue_test_sender', '{send}')$$) AS grant;
+SELECT pg_temp.err($$SELECT queue.receive('acl_temp2')$$) AS receive;
+SELECT pg_temp.err($$SELECT queue.alter('acl_temp2', delay => '1 second')$$) AS alter;
+SELECT pg_temp.err($$SELECT queue.purge('acl_temp2')$$) AS purge;
+RESET ROLE;
+-- the caller's search path is back after calls that worked and calls that
+-- failed (here a bad argument, then a missing queue), and its traps with it
+SELECT pg_catalog.current_setting('search_path') AS search_path;
+SELECT pg_temp.err($$SELECT queue.send('acl_temp', 'x', delay => '-1 second')$$) AS send_bad_delay;
+SELECT pg_temp.err($$SELECT queue.receive('acl_no_such_queue')$$) AS receive_missing;
+SELECT pg_catalog.current_setting('search_path') AS search_path;
+BEGIN;
+SELECT pg_temp.err($$SELECT queue.send('acl_temp', 'in a transaction')$$) AS send;
+SELECT pg_catalog.current_setting('search_path') AS search_path;
+SELECT pg_temp.err($$SELECT 'a'::text$$) AS text_cast, pg_temp.err($$SELECT count(*) FROM pg_class$$) AS pg_class;
+ROLLBACK;
+RESET search_path;
+-- the messages went where they should
+SELECT queue_name, visible, in_flight, delayed FROM queue.stats
+WHERE queue_name LIKE 'acl_temp%' ORDER BY queue_name;
+SELECT body, attributes, deduplication_id, receive_count FROM queue.peek('acl_temp', 100)
+ORDER BY body;
+SELECT body, message_group_id FROM queue.peek('acl_temp.fifo', 100);
+SELECT body, receive_count FROM queue.peek('acl_temp_src', 100);
+SELECT queue_name, visibility_timeout, dead_letter_queue, max_receive_count, tags,
+	   owner::pg_catalog.text = current_user AS owned_by_superuser
+FROM queue.queues WHERE queue_name LIKE 'acl_temp%' ORDER BY queue_name;
+SELECT queue.drop('acl_temp'), queue.drop('acl_temp.fifo'), queue.drop('acl_temp_src'),
+	   queue.drop('acl_temp_dlq'), queue.drop('acl_temp2');
+-- the traps go with the session
+\c
 
 ----------------------------------------------------------------------
 -- clean up: queues, roles, the attacker's schema

@@ -81,8 +81,8 @@ my $peek = q(
 SELECT string_agg(format('%s|%s|%s|%s|%s|%s|%s|%s|%s|%s|%s', q.queue_name, m.message_id, m.body,
 						 m.attributes, m.message_group_id, m.deduplication_id, m.sequence_number,
 						 m.receive_count, m.sent_at, m.first_received_at, m.visible_at),
-				  E'\n' ORDER BY q.queue_name)
-FROM queue.queues q, LATERAL queue.peek(q.queue_name, 1000) m;
+				  E'\n' ORDER BY q.queue_name, m.ordinality)
+FROM queue.queues q, LATERAL queue.peek(q.queue_name, 1000) WITH ORDINALITY m;
 );
 my $attributes = q(
 SELECT string_agg(format('%s', row(q.*)), E'\n' ORDER BY q.queue_id) FROM queue.queues q;

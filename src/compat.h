@@ -1,0 +1,101 @@
+/*-------------------------------------------------------------------------
+ *
+ * compat.h
+ *	  What differs between the PostgreSQL major versions the extension
+ *	  builds against (15, 17 and 18; 16 is expected to work, untested).
+ *	  Every PG_VERSION_NUM test of src/ is here.
+ *
+ * Included by queue.h, so by every file after postgres.h.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QUEUE_COMPAT_H
+#define QUEUE_COMPAT_H
+
+#include "catalog/namespace.h"
+#include "utils/acl.h"
+#include "utils/guc.h"
+
+/*
+ * pg_b64_encode's source and pg_b64_decode's destination: char * until 17,
+ * uint8 * from 18.  Cast the byte buffers to this.
+ */
+#if PG_VERSION_NUM >= 180000
+typedef uint8 QueueB64Byte;
+#else
+typedef char QueueB64Byte;
+#endif
+
+/* index_beginscan takes an IndexScanInstrumentation (none here) from 18. */
+#if PG_VERSION_NUM >= 180000
+#define queue_index_beginscan(heap, index, snap, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snap), NULL, (nkeys), (norderbys))
+#else
+#define queue_index_beginscan(heap, index, snap, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snap), (nkeys), (norderbys))
+#endif
+
+/* Ownership of a database: object_ownercheck from 16. */
+#if PG_VERSION_NUM >= 160000
+#define queue_database_ownercheck(dbid, roleid) \
+	object_ownercheck(DatabaseRelationId, (dbid), (roleid))
+#else
+#define queue_database_ownercheck(dbid, roleid) \
+	pg_database_ownercheck((dbid), (roleid))
+#endif
+
+/*
+ * The search path every statement of ours is parsed and run under, from
+ * queue_enter to queue_leave (acl.c): pg_catalog, and never a schema of the
+ * caller's nor its pg_temp.  It stays set while our kept plans run, since
+ * the plan cache re-parses a plan whose search path differs from the one it
+ * was made under.
+ *
+ * Until 16: an override search path of pg_catalog alone (addTemp false:
+ * pg_temp is not searched at all), pushed and popped.  17 removed override
+ * search paths; from 17 the search_path setting itself is saved at a new
+ * GUC nest level, set to "pg_catalog, pg_temp", and restored by leaving
+ * that level (what PostgreSQL's own maintenance commands do, see
+ * RestrictSearchPath).  pg_temp must be named last: left out, it would be
+ * searched first.  Named last, it is searched only for relations and types
+ * (never for functions or operators), after pg_catalog, and every name our
+ * statements leave unqualified is a pg_catalog one, so nothing in pg_temp
+ * is ever resolved.  An error between the two ends is fine either way:
+ * (sub)transaction abort pops the override or the nest level.
+ *
+ * The returned value is what queue_unpin_search_path needs back.
+ */
+#define QUEUE_SEARCH_PATH "pg_catalog, pg_temp"
+
+static inline int
+queue_pin_search_path(void)
+{
+#if PG_VERSION_NUM >= 170000
+	int			nestlevel = NewGUCNestLevel();
+
+	(void) set_config_option("search_path", QUEUE_SEARCH_PATH,
+							 PGC_USERSET, PGC_S_SESSION,
+							 GUC_ACTION_SAVE, true, 0, false);
+	return nestlevel;
+#else
+	OverrideSearchPath path;
+
+	path.schemas = NIL;
+	path.addCatalog = true;
+	path.addTemp = false;
+	PushOverrideSearchPath(&path);	/* which copies it */
+	return 0;
+#endif
+}
+
+static inline void
+queue_unpin_search_path(int pin)
+{
+#if PG_VERSION_NUM >= 170000
+	AtEOXact_GUC(true, pin);
+#else
+	PopOverrideSearchPath();
+#endif
+}
+
+#endif							/* QUEUE_COMPAT_H */
