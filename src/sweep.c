@@ -35,6 +35,12 @@
 #define SWEEP_BATCH				1000
 #define SWEEP_ROUNDS			10		/* batches per queue per pass */
 #define ATTEMPT_WINDOW			(5 * USECS_PER_MINUTE)
+/*
+ * The worker moves a poison message only once its lease has been over for
+ * this long: a consumer that receives right after the lease ends moves it
+ * itself, and the worker's row locks would only make that receive skip it.
+ */
+#define DLQ_GRACE				(2 * USECS_PER_SEC)
 
 /* Run one sweep statement; returns rows affected (or the first column). */
 static uint64
@@ -318,10 +324,10 @@ sweep_recover(MemoryContext cxt)
 }
 
 /*
- * Move messages whose last lease ran out since the previous pass after
- * max_receive_count receives to the dead-letter queue (deadletter.c).  Runs
- * every pass for queues that have a dead-letter queue: it reads only the
- * leases that ended since.
+ * Move messages whose last lease ran out since the previous pass (and at
+ * least DLQ_GRACE ago) after max_receive_count receives to the dead-letter
+ * queue (deadletter.c).  Runs every pass for queues that have a dead-letter
+ * queue: it reads only the leases that ended since.
  */
 static void
 sweep_dead_letters(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
@@ -348,7 +354,7 @@ sweep_dead_letters(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 			now = GetCurrentTimestamp();
 			meta = queue_lookup(cstring_to_text(q->name));
 			moved = meta->max_receive_count > 0 ?
-				queue_dead_letter_sweep(meta, sq->dlq_since, now) : 0;
+				queue_dead_letter_sweep(meta, sq->dlq_since, now - DLQ_GRACE) : 0;
 			PopActiveSnapshot();
 			SPI_finish();
 			CommitTransactionCommand();
@@ -357,7 +363,7 @@ sweep_dead_letters(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 		} while (moved >= SWEEP_BATCH);
 		/* A little overlap: a lease ending now may commit a moment later. */
 		if (now != 0)
-			sq->dlq_since = now - USECS_PER_SEC;
+			sq->dlq_since = now - DLQ_GRACE - USECS_PER_SEC;
 	}
 	PG_CATCH();
 	{
