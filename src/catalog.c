@@ -147,20 +147,32 @@ interval_usecs(Datum d)
 }
 
 /*
+ * The OID of relation queue_data.<name>, or InvalidOid.  Looked up by name,
+ * never kept as a number (a restored dump has other OIDs), and with no
+ * privilege check on the schema.
+ */
+Oid
+queue_data_relid(const char *name)
+{
+	Oid			nsp = get_namespace_oid("queue_data", true);
+
+	if (!OidIsValid(nsp))
+		return InvalidOid;
+	return get_relname_relid(name, nsp);
+}
+
+/*
  * The OID of one of a queue's tables, queue_data.<kind><queue_id> (kind q:
  * messages, d: deduplication ids, a: receive attempts, g: FIFO groups), or
- * InvalidOid.  Looked up by name, with no privilege check on the schema.
+ * InvalidOid.
  */
 Oid
 queue_table_relid(int64 queue_id, char kind)
 {
 	char		relname[NAMEDATALEN];
-	Oid			nsp = get_namespace_oid("queue_data", true);
 
-	if (!OidIsValid(nsp))
-		return InvalidOid;
 	snprintf(relname, sizeof(relname), "%c" INT64_FORMAT, kind, queue_id);
-	return get_relname_relid(relname, nsp);
+	return queue_data_relid(relname);
 }
 
 /* Read one queue's registry row into e; false if there is none. */

@@ -23,7 +23,6 @@
 #include "access/table.h"
 #include "access/tableam.h"
 #include "access/xact.h"
-#include "catalog/namespace.h"
 #include "catalog/pg_collation.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
@@ -44,7 +43,7 @@
 static Oid
 data_relid(const char *name)
 {
-	Oid			relid = get_relname_relid(name, get_namespace_oid("queue_data", false));
+	Oid			relid = queue_data_relid(name);
 
 	if (!OidIsValid(relid))
 		elog(ERROR, "relation queue_data.%s does not exist", name);

@@ -130,6 +130,7 @@ extern void queue_check_may_see(int64 queue_id);
 /* catalog.c */
 extern void queue_check_name(text *name, const char *argname);
 extern QueueMeta *queue_lookup(text *name);
+extern Oid	queue_data_relid(const char *name);
 extern Oid	queue_table_relid(int64 queue_id, char kind);
 extern void queue_catalog_init(void);
 

@@ -32,9 +32,11 @@ bool
 queue_may_see(int64 queue_id)
 {
 	Oid			relid = queue_table_relid(queue_id, 'q');
+	AclMode		any = 0;
 
-	return OidIsValid(relid) &&
-		queue_role_holds(relid, GetUserId(), ACL_INSERT | ACL_UPDATE | ACL_TRUNCATE);
+	for (int p = 0; p < QPRIV_NUM; p++)
+		any |= queue_priv_mode((QueuePriv) p);
+	return OidIsValid(relid) && queue_role_holds(relid, GetUserId(), any);
 }
 
 /* 42501 unless the current role may see the queue. */

@@ -49,17 +49,22 @@ wait_slot(int64 queue_id)
 }
 
 /*
- * Wake the receivers waiting on a queue (from commit callbacks).  The
- * generation goes up first, so a receiver that checks it after joining the
- * wait list either sees the bump or gets the broadcast.
+ * Wake the receivers waiting on one slot.  The generation goes up first,
+ * so a receiver that checks it after joining the wait list either sees
+ * the bump or gets the broadcast.
  */
+static void
+wake_slot(int slot)
+{
+	pg_atomic_fetch_add_u64(&queue_shared->wait_gen[slot], 1);
+	ConditionVariableBroadcast(&queue_shared->wait_cv[slot]);
+}
+
+/* Wake the receivers waiting on a queue (from commit callbacks). */
 void
 queue_wake(int64 queue_id)
 {
-	int			slot = wait_slot(queue_id);
-
-	pg_atomic_fetch_add_u64(&queue_shared->wait_gen[slot], 1);
-	ConditionVariableBroadcast(&queue_shared->wait_cv[slot]);
+	wake_slot(wait_slot(queue_id));
 }
 
 /*
@@ -70,10 +75,7 @@ void
 queue_wake_all(void)
 {
 	for (int slot = 0; slot < QUEUE_WAIT_SLOTS; slot++)
-	{
-		pg_atomic_fetch_add_u64(&queue_shared->wait_gen[slot], 1);
-		ConditionVariableBroadcast(&queue_shared->wait_cv[slot]);
-	}
+		wake_slot(slot);
 }
 
 /* Read before each try of a waiting receive; handed to queue_wait. */
