@@ -178,6 +178,10 @@ extern void queue_fifo_new_groups(QueueMeta *q, int ngroups, Datum *groups,
 								  int64 *heads, TimestampTz available_at);
 extern void queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups);
 
+/* failed.c: receives whose transaction rolls back still count */
+extern void queue_note_received(QueueMeta *q, int n, const int64 *ids);
+extern void queue_set_failure_delay(int64 usecs);
+
 /* receipt.c */
 extern uint64 queue_receipt_nonce(void);
 extern text *queue_receipt_make(int64 queue_id, int64 message_id, uint64 nonce);

@@ -27,6 +27,9 @@ chomp $sharedir;
 is(sha256_hex(slurp_file("$sharedir/extension/queue--1.0.sql")),
 	'2d790b81aa4f2f92c1ba65e6bc28532813380a42d8429cd76e7dc1f7b9c9896c',
 	'queue--1.0.sql is the released script');
+is(sha256_hex(slurp_file("$sharedir/extension/queue--1.0--1.1.sql")),
+	'00d1c6057ee67a3569a54b23d87b4c9333770873b72e659fe23a01ce2726ca31',
+	'queue--1.0--1.1.sql is the released step');
 
 sub sql { return $node->safe_psql('old', $_[0]); }
 
@@ -91,7 +94,7 @@ my $before_peek = sql($peek);
 my $before_attributes = sql($attributes);
 my $before_dedup = sql(q(SELECT d.deduplication_id FROM queue_data.d2 d));
 
-sql('ALTER EXTENSION queue UPDATE');
+sql("ALTER EXTENSION queue UPDATE TO '1.1'");
 is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.1', 'updated to 1.1');
 
 # every message and attribute as it was
@@ -136,14 +139,22 @@ like($err, qr/cannot be dropped because some objects depend on it/, 'a grantee c
 is(sql("SELECT count(*) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'queue' AND c = 'queue._secret'::regclass"),
 	'0', 'the receipt key is no longer dumped');
 
+# 1.1 -> 1.2: the queues of 1.1 keep every message and attribute, and gain
+# retry_delay '0' (a rolled-back receive counts, the message is visible at
+# once, as before)
+$before_peek = sql($peek);
+sql('ALTER EXTENSION queue UPDATE');
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.2', 'updated to 1.2');
+is(sql($peek), $before_peek, '1.2: every message unchanged, in delivery order');
+
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
 $node->safe_psql('fresh', q(
 CREATE EXTENSION queue;
 GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
 ));
-is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.1',
-	'a fresh install is 1.1');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.2',
+	'a fresh install is 1.2');
 sub schema_dump
 {
 	my ($db) = @_;
@@ -195,7 +206,7 @@ like($err, qr/schema "queue" is owned by role "up_squatter", who is not a superu
 is($node->safe_psql('squatted', "SELECT count(*) FROM pg_extension WHERE extname = 'queue'"), '0',
 	'and installs nothing');
 $node->safe_psql('squatted', 'DROP SCHEMA queue; CREATE SCHEMA queue; CREATE EXTENSION queue');
-is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.1',
+is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.2',
 	'a schema queue that a superuser made is used');
 
 $node->stop;
