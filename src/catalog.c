@@ -260,6 +260,13 @@ load_entry(CacheEntry *e, text *name)
 QueueMeta *
 queue_lookup(text *name)
 {
+	return queue_lookup_extended(name, false);
+}
+
+/* queue_lookup, or NULL for a queue that does not exist if missing_ok. */
+QueueMeta *
+queue_lookup_extended(text *name, bool missing_ok)
+{
 	char		key[QUEUE_NAME_MAX + 1];
 	int			len;
 	CacheEntry *e;
@@ -297,6 +304,8 @@ queue_lookup(text *name)
 	if (!load_entry(e, name))
 	{
 		hash_search(queue_cache, key, HASH_REMOVE, NULL);
+		if (missing_ok)
+			return NULL;
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("queue \"%s\" does not exist", key)));

@@ -183,6 +183,31 @@ queue_fifo_unlock_senders(int64 queue_id, int ngroups, Datum *groups, const bool
 }
 
 /*
+ * A FIFO topic's publishers of one group serialise the same way, on locks
+ * of their own (field4 8), held to commit: so every subscribed queue gets
+ * the group's messages in the topic's commit order.  Groups sorted, unique.
+ */
+#define QUEUE_TOPIC_GROUP_LOCKTAG 8
+
+void
+queue_fifo_lock_publishers(int64 topic_id, int ngroups, Datum *groups)
+{
+	GroupKey   *keys = sorted_group_keys(ngroups, groups);
+
+	for (int i = 0; i < ngroups; i++)
+	{
+		LOCKTAG		tag;
+
+		if (i > 0 && keys[i].hash == keys[i - 1].hash)
+			continue;
+		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) topic_id, keys[i].hash,
+							 QUEUE_TOPIC_GROUP_LOCKTAG);
+		(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	}
+	pfree(keys);
+}
+
+/*
  * Before sending to groups (sorted, unique): wait for their other senders
  * to finish.
  */

@@ -15,6 +15,7 @@
 #include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
 #include "utils/array.h"
+#include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
 #include "compat.h"
@@ -130,6 +131,7 @@ extern void queue_check_may_see(int64 queue_id);
 /* catalog.c */
 extern void queue_check_name(text *name, const char *argname);
 extern QueueMeta *queue_lookup(text *name);
+extern QueueMeta *queue_lookup_extended(text *name, bool missing_ok);
 extern Oid	queue_data_relid(const char *name);
 extern Oid	queue_table_relid(int64 queue_id, char kind);
 extern void queue_catalog_init(void);
@@ -162,6 +164,7 @@ extern void queue_receive_ends(void);
 
 /* fifo.c */
 extern void queue_fifo_lock_senders(QueueMeta *q, int ngroups, Datum *groups);
+extern void queue_fifo_lock_publishers(int64 topic_id, int ngroups, Datum *groups);
 extern void queue_fifo_unlock_senders(int64 queue_id, int ngroups, Datum *groups,
 									  const bool *keep);
 extern int	queue_fifo_try_lock_senders(int64 queue_id, int ngroups, Datum *groups);
@@ -177,6 +180,39 @@ extern int	queue_fifo_missing_groups(QueueMeta *q, int ngroups, Datum *groups,
 extern void queue_fifo_new_groups(QueueMeta *q, int ngroups, Datum *groups,
 								  int64 *heads, TimestampTz available_at);
 extern void queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups);
+
+/* send.c */
+typedef struct SendBatch		/* the entries of a send, as parallel arrays */
+{
+	int			n;
+	Datum	   *bodies;			/* text, checked */
+	Datum	   *groups;
+	bool	   *group_nulls;
+	Datum	   *dedups;
+	bool	   *dedup_nulls;
+	Datum	   *attrs;
+	bool	   *attr_nulls;
+	bool		topic_copy;		/* deduplicated at a topic: claim no id */
+} SendBatch;
+
+extern text *queue_body_text(Datum d, bool is_jsonb, QueueMeta *q,
+							 const char *argname);
+extern void queue_check_message_size(QueueMeta *q, Datum body, Datum attrs,
+									 bool attrs_null, const char *argname);
+extern void queue_check_attributes(Jsonb *attrs, const char *argname);
+extern void queue_send_entries(QueueMeta *q, SendBatch *b, int64 delay,
+							   bool batch, int64 *ids, bool *dup);
+
+/* filter.c: which subscriptions take a published message */
+extern int	queue_text_list(ArrayType *arr, const char *argname, int max, int len,
+							Datum **vals);
+extern int	queue_tag_list(ArrayType *arr, const char *argname, Datum **vals);
+extern void queue_check_routing_key(text *key, const char *argname);
+extern void queue_check_filter_policy(Jsonb *policy);
+extern bool queue_tags_match(const Datum *filter, int nfilter, const Datum *tags,
+							 int ntags);
+extern bool queue_binding_match(const char *binding, const char *routing_key);
+extern bool queue_policy_match(Jsonb *policy, Jsonb *attributes);
 
 /* failed.c: receives whose transaction rolls back still count */
 extern void queue_note_received(QueueMeta *q, int n, const int64 *ids);

@@ -29,8 +29,8 @@ PG_FUNCTION_INFO_V1(queue_send);
 PG_FUNCTION_INFO_V1(queue_send_batch);
 
 /* Body of one message as text, checked against the queue's size limit. */
-static text *
-body_text(Datum d, bool is_jsonb, QueueMeta *q, const char *argname)
+text *
+queue_body_text(Datum d, bool is_jsonb, QueueMeta *q, const char *argname)
 {
 	text	   *t;
 	int			len;
@@ -60,8 +60,8 @@ body_text(Datum d, bool is_jsonb, QueueMeta *q, const char *argname)
  * the text is what a user sees and can predict, the binary layout is not.
  * The body was checked alone by body_text.
  */
-static void
-check_message_size(QueueMeta *q, Datum body, Datum attrs, bool attrs_null,
+void
+queue_check_message_size(QueueMeta *q, Datum body, Datum attrs, bool attrs_null,
 				   const char *argname)
 {
 	Jsonb	   *jb;
@@ -83,8 +83,8 @@ check_message_size(QueueMeta *q, Datum body, Datum attrs, bool attrs_null,
 }
 
 /* Attributes, when given, are a JSON object of name to value. */
-static void
-check_attributes(Jsonb *attrs, const char *argname)
+void
+queue_check_attributes(Jsonb *attrs, const char *argname)
 {
 	if (!JB_ROOT_IS_OBJECT(attrs))
 		ereport(ERROR,
@@ -108,19 +108,6 @@ send_delay(FunctionCallInfo fcinfo, QueueMeta *q)
 				 errhint("Set the queue's delay attribute instead.")));
 	return queue_arg_interval(fcinfo, 2, "delay", 0, q->retention, 0);
 }
-
-/* The entries of a send, as parallel arrays. */
-typedef struct SendBatch
-{
-	int			n;
-	Datum	   *bodies;			/* text, checked */
-	Datum	   *groups;
-	bool	   *group_nulls;
-	Datum	   *dedups;
-	bool	   *dedup_nulls;
-	Datum	   *attrs;
-	bool	   *attr_nulls;
-} SendBatch;
 
 /*
  * FIFO rules, before anything is written: every entry names its group, and
@@ -156,13 +143,11 @@ check_fifo_entries(QueueMeta *q, SendBatch *b, bool batch)
  * ids, insert what is not a duplicate in one statement, then give the
  * groups that had no row one.  One row per entry goes to the result.
  */
-static void
-send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
-			 bool batch)
+void
+queue_send_entries(QueueMeta *q, SendBatch *b, int64 delay, bool batch,
+				   int64 *ids, bool *dup)
 {
 	int			n = b->n;
-	int64	   *ids = palloc0(n * sizeof(int64));
-	bool	   *dup = palloc0(n * sizeof(bool));
 	Datum	   *groups = NULL;
 	int			ngroups = 0;
 	bool	   *missing = NULL;
@@ -192,10 +177,13 @@ send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
 	/* The clock is read after the locks: a send is stamped when it can go. */
 	now = GetCurrentTimestamp();
 
+	memset(ids, 0, n * sizeof(int64));
+	memset(dup, 0, n * sizeof(bool));
 	for (int i = 0; i < n; i++)
 		if (!b->dedup_nulls[i])
 			ndedup++;
-	if (ndedup > 0)
+	/* A topic's copy was deduplicated at the topic: its id only names it. */
+	if (ndedup > 0 && !b->topic_copy)
 	{
 		Datum	   *keys = palloc(ndedup * sizeof(Datum));
 		Datum	   *dids = palloc(ndedup * sizeof(Datum));
@@ -330,6 +318,24 @@ send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
 	}
 
 	for (int i = 0; i < n; i++)
+		if (dup[i])
+			ndup++;
+	if (nins > 0)
+		queue_count(q->id, QC_SENT, nins);
+	if (ndup > 0)
+		queue_count(q->id, QC_DEDUPLICATED, ndup);
+}
+
+/* queue_send_entries, with one result row per entry. */
+static void
+send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
+			 bool batch)
+{
+	int64	   *ids = palloc(b->n * sizeof(int64));
+	bool	   *dup = palloc(b->n * sizeof(bool));
+
+	queue_send_entries(q, b, delay, batch, ids, dup);
+	for (int i = 0; i < b->n; i++)
 	{
 		Datum		values[4];
 		bool		isnull[4] = {false, false, !q->fifo, false};
@@ -343,13 +349,7 @@ send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
 		isnull[off] = false;
 		isnull[off + 2] = false;
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
-		if (dup[i])
-			ndup++;
 	}
-	if (nins > 0)
-		queue_count(q->id, QC_SENT, nins);
-	if (ndup > 0)
-		queue_count(q->id, QC_DEDUPLICATED, ndup);
 }
 
 /*
@@ -379,7 +379,7 @@ queue_send(PG_FUNCTION_ARGS)
 	group = queue_arg_token(fcinfo, 3, "message_group_id");
 	dedup = queue_arg_token(fcinfo, 4, "deduplication_id");
 	if (!PG_ARGISNULL(5))
-		check_attributes(PG_GETARG_JSONB_P(5), "attributes");
+		queue_check_attributes(PG_GETARG_JSONB_P(5), "attributes");
 	queue_check_read_write();
 	InitMaterializedSRF(fcinfo, 0);
 
@@ -390,7 +390,7 @@ queue_send(PG_FUNCTION_ARGS)
 	if (q->fifo || dedup != NULL)
 	{
 		SendBatch	b;
-		Datum		body = PointerGetDatum(body_text(PG_GETARG_DATUM(1), is_jsonb, q, "body"));
+		Datum		body = PointerGetDatum(queue_body_text(PG_GETARG_DATUM(1), is_jsonb, q, "body"));
 		Datum		attrs = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
 		Datum		g = PointerGetDatum(group);
 		Datum		d = PointerGetDatum(dedup);
@@ -398,7 +398,7 @@ queue_send(PG_FUNCTION_ARGS)
 		bool		dnull = (dedup == NULL);
 		bool		anull = PG_ARGISNULL(5);
 
-		check_message_size(q, body, attrs, anull, "attributes");
+		queue_check_message_size(q, body, attrs, anull, "attributes");
 		b.n = 1;
 		b.bodies = &body;
 		b.groups = &g;
@@ -407,6 +407,7 @@ queue_send(PG_FUNCTION_ARGS)
 		b.dedup_nulls = &dnull;
 		b.attrs = &attrs;
 		b.attr_nulls = &anull;
+		b.topic_copy = false;
 		send_general(rsinfo, q, &b, delay, false);
 		queue_close(&call);
 		return (Datum) 0;
@@ -421,8 +422,8 @@ queue_send(PG_FUNCTION_ARGS)
 	nulls[3] = dedup ? ' ' : 'n';
 	args[4] = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
 	nulls[4] = PG_ARGISNULL(5) ? 'n' : ' ';
-	args[5] = PointerGetDatum(body_text(PG_GETARG_DATUM(1), is_jsonb, q, "body"));
-	check_message_size(q, args[5], args[4], PG_ARGISNULL(5), "attributes");
+	args[5] = PointerGetDatum(queue_body_text(PG_GETARG_DATUM(1), is_jsonb, q, "body"));
+	queue_check_message_size(q, args[5], args[4], PG_ARGISNULL(5), "attributes");
 
 	rc = SPI_execute_plan(queue_plan(q, QP_SEND), args, nulls, false, 0);
 	if (rc != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
@@ -482,6 +483,7 @@ queue_send_batch(PG_FUNCTION_ARGS)
 	queue_arg_notnull(fcinfo, 0, "queue_name");
 	queue_arg_notnull(fcinfo, 1, "bodies");
 	bodies = PG_GETARG_ARRAYTYPE_P(1);
+	b.topic_copy = false;
 	b.n = queue_array_len(bodies, "bodies", false);
 	batch_array(fcinfo, 3, "message_group_ids", b.n, TEXTOID, &b.groups, &b.group_nulls);
 	batch_array(fcinfo, 4, "deduplication_ids", b.n, TEXTOID, &b.dedups, &b.dedup_nulls);
@@ -493,7 +495,7 @@ queue_send_batch(PG_FUNCTION_ARGS)
 		if (!b.dedup_nulls[i])
 			queue_check_token_datum(b.dedups[i], "deduplication_ids");
 		if (!b.attr_nulls[i])
-			check_attributes(DatumGetJsonbP(b.attrs[i]), "attributes");
+			queue_check_attributes(DatumGetJsonbP(b.attrs[i]), "attributes");
 	}
 	queue_check_read_write();
 	InitMaterializedSRF(fcinfo, 0);
@@ -506,8 +508,8 @@ queue_send_batch(PG_FUNCTION_ARGS)
 					  TYPALIGN_INT, &b.bodies, NULL, &b.n);
 	for (int i = 0; i < b.n; i++)
 	{
-		b.bodies[i] = PointerGetDatum(body_text(b.bodies[i], is_jsonb, q, "bodies"));
-		check_message_size(q, b.bodies[i], b.attrs[i], b.attr_nulls[i], "attributes");
+		b.bodies[i] = PointerGetDatum(queue_body_text(b.bodies[i], is_jsonb, q, "bodies"));
+		queue_check_message_size(q, b.bodies[i], b.attrs[i], b.attr_nulls[i], "attributes");
 	}
 
 	send_general(rsinfo, q, &b, delay, true);

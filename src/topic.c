@@ -1,0 +1,789 @@
+/*-------------------------------------------------------------------------
+ *
+ * topic.c
+ *	  queue.publish and queue.publish_batch: one message to every subscribed
+ *	  queue whose filters match (DESIGN.md "Topics").
+ *
+ * A topic is a row of queue._topics and a table queue_data.t<id> owned by
+ * the topic's owner, whose ACL holds the topic's grants (publish = INSERT,
+ * manage = TRUNCATE), as a queue's message table holds the queue's; the
+ * table's rows are the deduplication ids the topic accepted within
+ * TOPIC_DEDUP_WINDOW.  A subscription is a row of queue._subscriptions
+ * naming the queue and the role that subscribed (queue.subscribe is
+ * PL/pgSQL; the SQL file has it).
+ *
+ * Delivery is a send to each matching queue in the publisher's transaction
+ * (send.c's queue_send_entries): all copies commit or none do, and each
+ * copy is an ordinary message of its queue.  A copy carries the published
+ * body, attributes and group; its deduplication_id reads
+ * "<topic name>:<topic message id>", which names where it came from (the
+ * copy is not deduplicated again by the queue: the topic did that).  A
+ * delivery needs the subscription's owner to hold send on the queue at
+ * the time of the publish: a revoke stops deliveries to that queue (the
+ * publish skips it) without touching the subscription.
+ *
+ * The subscriptions of a topic are cached per backend and dropped when the
+ * topic's table gets a relcache invalidation (subscribe and unsubscribe
+ * send one; drop_topic drops the table) or the queue registry does (a
+ * queue was created or dropped): a publish takes in every change committed
+ * before its statement began, without locking anything a subscriber takes.
+ *
+ * FIFO topics: every message needs a group; publishers of one group
+ * serialise on a lock held to commit (fifo.c), so every subscribed FIFO
+ * queue gets a group's messages in the topic's commit order; a message
+ * whose deduplication id (or, without one, the SHA-256 of its body) the
+ * topic accepted within TOPIC_DEDUP_WINDOW is a duplicate: it delivers
+ * nothing and returns the original id.  Standard topics deduplicate too
+ * when a publish gives a deduplication id.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/sequence.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/jsonb.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+
+#include "queue.h"
+
+PG_FUNCTION_INFO_V1(queue_publish);
+PG_FUNCTION_INFO_V1(queue_publish_batch);
+PG_FUNCTION_INFO_V1(queue_topic_holds_sql);
+PG_FUNCTION_INFO_V1(queue_topic_counter_sql);
+PG_FUNCTION_INFO_V1(queue_topic_counter_reset_sql);
+
+/* SNS FIFO topics' deduplication interval. */
+#define TOPIC_DEDUP_WINDOW	(INT64CONST(5) * USECS_PER_MINUTE)
+
+/*
+ * Topic counters live with the queues' (stats.c) under keys no queue has:
+ * queue ids are positive.  QC_SENT counts publishes of a topic and
+ * deliveries of a subscription.
+ */
+#define TOPIC_COUNTER_KEY(topic_id)		(-(topic_id))
+#define DELIVERY_COUNTER_KEY(sub_id)	(-(INT64CONST(1) << 40) - (sub_id))
+
+typedef struct TopicSub
+{
+	int64		id;
+	int64		queue_id;
+	text	   *queue_name;
+	Oid			owner;			/* who subscribed: needs send on the queue */
+	int			ntags;			/* filter_tags, -1 when unset */
+	Datum	   *tags;
+	int			nkeys;			/* binding_keys, -1 when unset */
+	char	  **keys;
+	Jsonb	   *policy;			/* filter_policy or NULL */
+} TopicSub;
+
+typedef struct TopicMeta
+{
+	char		name[QUEUE_NAME_MAX + 1];	/* hash key */
+	bool		valid;
+	int64		id;
+	Oid			relid;			/* queue_data.t<id> */
+	bool		fifo;
+	MemoryContext cxt;			/* subs and plans */
+	int			nsubs;
+	TopicSub   *subs;
+	SPIPlanPtr	claim;
+	SPIPlanPtr	original;
+} TopicMeta;
+
+static HTAB *topic_cache = NULL;
+
+/* A copy of a varlena in cxt. */
+static void *
+copy_varlena(MemoryContext cxt, const void *v)
+{
+	Size		len = VARSIZE_ANY(v);
+	void	   *c = MemoryContextAlloc(cxt, len);
+
+	memcpy(c, v, len);
+	return c;
+}
+static uint64 topic_inval_count = 0;
+static Oid	registry_relid[2];	/* queue._queues, queue._subscriptions */
+
+static void
+topic_inval(Datum arg, Oid relid)
+{
+	HASH_SEQ_STATUS st;
+	TopicMeta  *t;
+	bool		all = !OidIsValid(relid) || relid == registry_relid[0] ||
+		relid == registry_relid[1];
+
+	topic_inval_count++;
+	if (!OidIsValid(relid))
+		registry_relid[0] = registry_relid[1] = InvalidOid;
+	hash_seq_init(&st, topic_cache);
+	while ((t = hash_seq_search(&st)) != NULL)
+		if (all || t->relid == relid)
+			t->valid = false;
+}
+
+static SPIPlanPtr
+keep_plan(const char *sql, int nargs, Oid *types)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+	SPI_keepplan(plan);
+	return plan;
+}
+
+/* A text[] datum as a copied array of its elements in cxt; -1 for NULL. */
+static int
+copy_text_list(Datum d, bool isnull, MemoryContext cxt, Datum **out)
+{
+	Datum	   *vals;
+	int			n;
+
+	if (isnull)
+		return -1;
+	deconstruct_array(DatumGetArrayTypeP(d), TEXTOID, -1, false, TYPALIGN_INT,
+					  &vals, NULL, &n);
+	*out = MemoryContextAlloc(cxt, Max(n, 1) * sizeof(Datum));
+	for (int i = 0; i < n; i++)
+		(*out)[i] = PointerGetDatum(copy_varlena(cxt, DatumGetPointer(vals[i])));
+	return n;
+}
+
+static void
+load_subscriptions(TopicMeta *t)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			types[1] = {INT8OID};
+	Datum		arg = Int64GetDatum(t->id);
+	int			rc;
+
+	if (plan == NULL)
+		plan = keep_plan("SELECT s.subscription_id, s.queue_id, q.queue_name, s.owner::oid,"
+						 " s.filter_tags, s.binding_keys, s.filter_policy"
+						 " FROM queue._subscriptions s"
+						 " JOIN queue._queues q ON q.queue_id = s.queue_id"
+						 " WHERE s.topic_id = $1 ORDER BY s.subscription_id", 1, types);
+	rc = SPI_execute_snapshot(plan, &arg, NULL, GetLatestSnapshot(),
+							  InvalidSnapshot, true, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "topic subscriptions lookup failed: %s", SPI_result_code_string(rc));
+	t->nsubs = SPI_processed;
+	t->subs = MemoryContextAllocZero(t->cxt, Max(t->nsubs, 1) * sizeof(TopicSub));
+	for (int i = 0; i < t->nsubs; i++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[i];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		TopicSub   *s = &t->subs[i];
+		bool		isnull;
+		Datum		d;
+
+		s->id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+		s->queue_id = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+		d = SPI_getbinval(tup, desc, 3, &isnull);
+		s->queue_name = copy_varlena(t->cxt, DatumGetPointer(d));
+		s->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 4, &isnull));
+		d = SPI_getbinval(tup, desc, 5, &isnull);
+		s->ntags = copy_text_list(d, isnull, t->cxt, &s->tags);
+		d = SPI_getbinval(tup, desc, 6, &isnull);
+		{
+			Datum	   *keys;
+
+			s->nkeys = copy_text_list(d, isnull, t->cxt, &keys);
+			if (s->nkeys >= 0)
+			{
+				s->keys = MemoryContextAlloc(t->cxt, Max(s->nkeys, 1) * sizeof(char *));
+				for (int k = 0; k < s->nkeys; k++)
+					s->keys[k] = MemoryContextStrdup(t->cxt, TextDatumGetCString(keys[k]));
+			}
+		}
+		d = SPI_getbinval(tup, desc, 7, &isnull);
+		if (!isnull)
+		{
+			Jsonb	   *jb = DatumGetJsonbP(d);
+
+			s->policy = copy_varlena(t->cxt, jb);
+		}
+	}
+}
+
+/* Read one topic's registry row and subscriptions; false if none. */
+static bool
+load_topic(TopicMeta *t, text *name)
+{
+	static SPIPlanPtr plan = NULL;
+	Oid			types[2] = {TEXTOID, INT8OID};
+	Datum		arg = PointerGetDatum(name);
+	char		relname[NAMEDATALEN];
+	bool		isnull;
+	int			rc;
+
+	if (plan == NULL)
+		plan = keep_plan("SELECT topic_id, fifo FROM queue._topics WHERE topic_name = $1",
+						 1, types);
+	/* The latest snapshot, not the caller's: see catalog.c's load_entry. */
+	rc = SPI_execute_snapshot(plan, &arg, NULL, GetLatestSnapshot(),
+							  InvalidSnapshot, true, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "topic lookup failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return false;
+	t->id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	t->fifo = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2, &isnull));
+	snprintf(relname, sizeof(relname), "t" INT64_FORMAT, t->id);
+	t->relid = queue_data_relid(relname);
+	if (!OidIsValid(t->relid))
+		return false;
+
+	if (t->cxt == NULL)
+		t->cxt = AllocSetContextCreate(CacheMemoryContext, "queue topic",
+									   ALLOCSET_SMALL_SIZES);
+	else
+		MemoryContextReset(t->cxt);
+	load_subscriptions(t);
+
+	/*
+	 * Claim a deduplication id: a row accepted within the window stays
+	 * (nothing is returned: a duplicate); an expired one is taken over.  A
+	 * concurrent claim of the same id waits for the first to finish.
+	 */
+	snprintf(relname, sizeof(relname), "queue_data.t" INT64_FORMAT, t->id);
+	{
+		Oid			ctypes[4] = {TEXTOID, INT8OID, TIMESTAMPTZOID, INTERVALOID};
+		MemoryContext old = MemoryContextSwitchTo(t->cxt);
+
+		t->claim = keep_plan(psprintf("INSERT INTO %s AS d (deduplication_id, message_id, accepted_at)"
+									  " VALUES ($1, $2, $3)"
+									  " ON CONFLICT (deduplication_id) DO UPDATE"
+									  " SET message_id = excluded.message_id, accepted_at = excluded.accepted_at"
+									  " WHERE d.accepted_at <= $3 - $4"
+									  " RETURNING message_id", relname), 4, ctypes);
+		t->original = keep_plan(psprintf("SELECT message_id FROM %s WHERE deduplication_id = $1",
+										 relname), 1, ctypes);
+		MemoryContextSwitchTo(old);
+	}
+	return true;
+}
+
+/* The topic by name, for a caller inside SPI_connect; 42704 if none. */
+static TopicMeta *
+topic_lookup(text *name)
+{
+	char		key[QUEUE_NAME_MAX + 1];
+	TopicMeta  *t;
+	bool		found;
+	uint64		before;
+
+	queue_check_name(name, "topic_name");
+	memset(key, 0, sizeof(key));
+	memcpy(key, VARDATA_ANY(name), VARSIZE_ANY_EXHDR(name));
+	if (topic_cache == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(key);
+		ctl.entrysize = sizeof(TopicMeta);
+		ctl.hcxt = CacheMemoryContext;
+		topic_cache = hash_create("queue topics", 16, &ctl,
+								  HASH_ELEM | HASH_STRINGS | HASH_CONTEXT);
+		CacheRegisterRelcacheCallback(topic_inval, (Datum) 0);
+	}
+	if (!OidIsValid(registry_relid[0]))
+	{
+		registry_relid[0] = get_relname_relid("_queues", get_namespace_oid("queue", false));
+		registry_relid[1] = get_relname_relid("_subscriptions", get_namespace_oid("queue", false));
+	}
+	/* Hear about subscriptions and drops committed before this statement. */
+	AcceptInvalidationMessages();
+
+	t = hash_search(topic_cache, key, HASH_ENTER, &found);
+	if (!found)
+	{
+		t->cxt = NULL;
+		t->valid = false;
+	}
+	if (t->valid)
+		return t;
+	before = topic_inval_count;
+	if (!load_topic(t, name))
+	{
+		t->valid = false;
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_OBJECT),
+				 errmsg("topic \"%s\" does not exist", key)));
+	}
+	t->valid = (topic_inval_count == before);
+	return t;
+}
+
+/* Whether role holds the privileges of mode on topic t (acl.c's rule). */
+static void
+check_publish(TopicMeta *t, Oid caller)
+{
+	if (queue_role_holds(t->relid, caller, ACL_INSERT))
+		return;
+	ereport(ERROR,
+			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+			 errmsg("permission denied for topic \"%s\"", t->name),
+			 errdetail("This needs the publish privilege on the topic."),
+			 errhint("Its owner can run queue.grant_topic('%s', <role>, '{publish}').",
+					 t->name)));
+}
+
+/* One message of a publish, as given. */
+typedef struct TopicMessage
+{
+	Datum		body;			/* text */
+	int			ntags;			/* -1: untagged */
+	Datum	   *tags;
+	char	   *routing_key;	/* or NULL */
+	Datum		attrs;
+	bool		attrs_null;
+	Datum		group;
+	bool		group_null;
+	Datum		dedup;			/* the topic-level id, or (Datum) 0 */
+	bool		dedup_null;
+	int64		message_id;		/* the topic's id of it */
+	bool		duplicate;
+	int			delivered;
+} TopicMessage;
+
+static bool
+sub_matches(TopicSub *s, TopicMessage *p)
+{
+	if (s->ntags >= 0 &&
+		(p->ntags <= 0 || !queue_tags_match(s->tags, s->ntags, p->tags, p->ntags)))
+		return false;
+	if (s->nkeys >= 0)
+	{
+		bool		any = false;
+
+		if (p->routing_key == NULL)
+			return false;
+		for (int k = 0; k < s->nkeys && !any; k++)
+			any = queue_binding_match(s->keys[k], p->routing_key);
+		if (!any)
+			return false;
+	}
+	if (s->policy != NULL &&
+		!queue_policy_match(s->policy, p->attrs_null ? NULL : DatumGetJsonbP(p->attrs)))
+		return false;
+	return true;
+}
+
+/*
+ * Claim the topic-level deduplication ids of the messages that have one:
+ * a duplicate gets the original's id.  Others get a new id.
+ */
+static void
+claim_ids(TopicMeta *t, int n, TopicMessage *pubs, TimestampTz now)
+{
+	static Oid	seq = InvalidOid;
+	Interval	window = {.time = TOPIC_DEDUP_WINDOW};
+
+	if (!OidIsValid(seq))
+		seq = get_relname_relid("message_id_seq", get_namespace_oid("queue_data", false));
+	for (int i = 0; i < n; i++)
+	{
+		TopicMessage *p = &pubs[i];
+		Datum		args[4];
+		bool		isnull;
+		int			rc;
+
+		p->message_id = nextval_internal(seq, false);
+		if (p->dedup_null)
+			continue;
+		args[0] = p->dedup;
+		args[1] = Int64GetDatum(p->message_id);
+		args[2] = TimestampTzGetDatum(now);
+		args[3] = IntervalPGetDatum(&window);
+		rc = SPI_execute_plan(t->claim, args, NULL, false, 0);
+		if (rc != SPI_OK_INSERT_RETURNING)
+			elog(ERROR, "topic deduplication claim failed: %s", SPI_result_code_string(rc));
+		if (SPI_processed == 1)
+			continue;
+		/* A duplicate (of another entry of this batch too: it is in now). */
+		rc = SPI_execute_plan(t->original, args, NULL, false, 1);
+		if (rc != SPI_OK_SELECT || SPI_processed != 1)
+			elog(ERROR, "topic deduplication lookup failed: %s", SPI_result_code_string(rc));
+		p->message_id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+													SPI_tuptable->tupdesc, 1, &isnull));
+		p->duplicate = true;
+	}
+}
+
+/*
+ * Deliver the messages that are not duplicates to each subscription whose
+ * filters match them: one send per queue, entries in call order.
+ */
+static void
+deliver(TopicMeta *t, int n, TopicMessage *pubs, bool has_delay, int64 delay)
+{
+	SendBatch	b;
+	int		   *which = palloc(n * sizeof(int));
+	int64	   *ids = palloc(n * sizeof(int64));
+	bool	   *dup = palloc(n * sizeof(bool));
+
+	b.bodies = palloc(n * sizeof(Datum));
+	b.groups = palloc(n * sizeof(Datum));
+	b.group_nulls = palloc(n * sizeof(bool));
+	b.dedups = palloc(n * sizeof(Datum));
+	b.dedup_nulls = palloc0(n * sizeof(bool));
+	b.attrs = palloc(n * sizeof(Datum));
+	b.attr_nulls = palloc(n * sizeof(bool));
+	b.topic_copy = true;
+
+	for (int s = 0; s < t->nsubs; s++)
+	{
+		TopicSub   *sub = &t->subs[s];
+		QueueMeta  *q;
+
+		b.n = 0;
+		for (int i = 0; i < n; i++)
+			if (!pubs[i].duplicate && sub_matches(sub, &pubs[i]))
+				which[b.n++] = i;
+		if (b.n == 0)
+			continue;
+		/* Dropped since we read the subscriptions, or revoked: no delivery. */
+		q = queue_lookup_extended(sub->queue_name, true);
+		if (q == NULL || q->id != sub->queue_id ||
+			!queue_role_holds(q->relid, sub->owner, queue_priv_mode(QPRIV_SEND)))
+			continue;
+		for (int k = 0; k < b.n; k++)
+		{
+			TopicMessage *p = &pubs[which[k]];
+
+			b.bodies[k] = p->body;
+			queue_check_message_size(q, p->body, p->attrs, p->attrs_null, "attributes");
+			if (VARSIZE_ANY_EXHDR(DatumGetPointer(p->body)) > q->max_message_size)
+				ereport(ERROR,
+						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
+						 errmsg("argument \"body\" is over the max_message_size of subscribed queue \"%s\"",
+								q->name)));
+			b.groups[k] = p->group;
+			b.group_nulls[k] = p->group_null;
+			b.dedups[k] = CStringGetTextDatum(psprintf("%s:" INT64_FORMAT, t->name,
+													   p->message_id));
+			b.attrs[k] = p->attrs;
+			b.attr_nulls[k] = p->attrs_null;
+		}
+		queue_send_entries(q, &b, has_delay ? delay : q->delay, true, ids, dup);
+		for (int k = 0; k < b.n; k++)
+			pubs[which[k]].delivered++;
+		queue_count(DELIVERY_COUNTER_KEY(sub->id), QC_SENT, b.n);
+	}
+}
+
+/*
+ * The publish of n messages to topic t: FIFO checks and locks,
+ * deduplication, delivery.
+ */
+static void
+publish(TopicMeta *t, int n, TopicMessage *pubs, bool has_delay, int64 delay,
+		bool batch)
+{
+	const char *gname = batch ? "message_group_ids" : "message_group_id";
+	int			npublished = 0;
+
+	if (t->fifo)
+	{
+		Datum	   *groups = palloc(n * sizeof(Datum));
+		int			ngroups;
+
+		if (has_delay)
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+					 errmsg("argument \"delay\" is not allowed on a FIFO topic"),
+					 errhint("The subscribed queues' own delay applies.")));
+		for (int i = 0; i < n; i++)
+		{
+			if (pubs[i].group_null)
+				ereport(ERROR,
+						(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+						 errmsg("argument \"%s\" is required on a FIFO topic", gname)));
+			if (pubs[i].dedup_null)
+			{
+				pubs[i].dedup = PointerGetDatum(queue_content_dedup_id(DatumGetTextPP(pubs[i].body)));
+				pubs[i].dedup_null = false;
+			}
+			groups[i] = pubs[i].group;
+		}
+		ngroups = queue_sort_unique_texts(groups, n);
+		queue_fifo_lock_publishers(t->id, ngroups, groups);
+	}
+	claim_ids(t, n, pubs, GetCurrentTimestamp());
+	deliver(t, n, pubs, has_delay, delay);
+	for (int i = 0; i < n; i++)
+		if (!pubs[i].duplicate)
+			npublished++;
+	if (npublished > 0)
+		queue_count(TOPIC_COUNTER_KEY(t->id), QC_SENT, npublished);
+}
+
+/* A published body as text: not empty (the queues check their size). */
+static Datum
+publication_body(Datum d, bool is_jsonb, const char *argname)
+{
+	text	   *t;
+
+	if (is_jsonb)
+		t = cstring_to_text(JsonbToCString(NULL, &DatumGetJsonbP(d)->root,
+										   VARSIZE(DatumGetJsonbP(d))));
+	else
+		t = DatumGetTextPP(d);
+	if (VARSIZE_ANY_EXHDR(t) == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must not be empty", argname)));
+	return PointerGetDatum(t);
+}
+
+static void
+put_result(ReturnSetInfo *rsinfo, TopicMessage *p, int ordinal, bool batch)
+{
+	Datum		values[4];
+	bool		isnull[4] = {false, false, false, false};
+	int			off = batch ? 1 : 0;
+
+	values[0] = Int32GetDatum(ordinal);
+	values[off] = Int64GetDatum(p->message_id);
+	values[off + 1] = Int32GetDatum(p->delivered);
+	values[off + 2] = BoolGetDatum(p->duplicate);
+	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
+}
+
+/* The tags argument (every message's), checked: -1 when null. */
+static int
+tags_arg(FunctionCallInfo fcinfo, int argno, Datum **tags)
+{
+	if (PG_ARGISNULL(argno))
+		return -1;
+	return queue_tag_list(PG_GETARG_ARRAYTYPE_P(argno), "tags", tags);
+}
+
+/*
+ * queue.publish(topic_name, body text|jsonb, tags, routing_key, attributes,
+ *				 message_group_id, deduplication_id, delay)
+ */
+Datum
+queue_publish(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		is_jsonb = get_fn_expr_argtype(fcinfo->flinfo, 1) == JSONBOID;
+	QueueCall	call;
+	TopicMeta  *t;
+	TopicMessage p = {0};
+	text	   *g;
+	text	   *d;
+	int64		delay = 0;
+
+	queue_arg_notnull(fcinfo, 0, "topic_name");
+	queue_arg_notnull(fcinfo, 1, "body");
+	p.body = publication_body(PG_GETARG_DATUM(1), is_jsonb, "body");
+	p.ntags = tags_arg(fcinfo, 2, &p.tags);
+	if (!PG_ARGISNULL(3))
+	{
+		queue_check_routing_key(PG_GETARG_TEXT_PP(3), "routing_key");
+		p.routing_key = text_to_cstring(PG_GETARG_TEXT_PP(3));
+	}
+	p.attrs_null = PG_ARGISNULL(4);
+	if (!p.attrs_null)
+	{
+		queue_check_attributes(PG_GETARG_JSONB_P(4), "attributes");
+		p.attrs = PG_GETARG_DATUM(4);
+	}
+	g = queue_arg_token(fcinfo, 5, "message_group_id");
+	d = queue_arg_token(fcinfo, 6, "deduplication_id");
+	p.group = PointerGetDatum(g);
+	p.group_null = (g == NULL);
+	p.dedup = PointerGetDatum(d);
+	p.dedup_null = (d == NULL);
+	if (!PG_ARGISNULL(7))
+		delay = queue_arg_interval(fcinfo, 7, "delay", 0, INT64CONST(14) * USECS_PER_DAY, 0);
+	queue_check_read_write();
+	InitMaterializedSRF(fcinfo, 0);
+
+	queue_enter(&call);
+	SPI_connect();
+	t = topic_lookup(PG_GETARG_TEXT_PP(0));
+	check_publish(t, call.caller);
+	publish(t, 1, &p, !PG_ARGISNULL(7), delay, false);
+	put_result(rsinfo, &p, 1, false);
+	SPI_finish();
+	queue_leave(&call);
+	return (Datum) 0;
+}
+
+/* An optional per-message array argument with as many entries as bodies. */
+static void
+entries_arg(FunctionCallInfo fcinfo, int argno, const char *argname, int n,
+			Oid elemtype, Datum **vals, bool **nulls)
+{
+	ArrayType  *arr;
+	int			m;
+
+	if (PG_ARGISNULL(argno))
+	{
+		*vals = palloc0(n * sizeof(Datum));
+		*nulls = palloc(n * sizeof(bool));
+		memset(*nulls, true, n * sizeof(bool));
+		return;
+	}
+	arr = PG_GETARG_ARRAYTYPE_P(argno);
+	if (queue_array_len(arr, argname, true) != n)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must have as many entries as \"bodies\"",
+						argname)));
+	deconstruct_array(arr, elemtype, -1, false, TYPALIGN_INT, vals, nulls, &m);
+}
+
+/*
+ * queue.publish_batch(topic_name, bodies text[]|jsonb[], tags, routing_keys,
+ *					   attributes, message_group_ids, deduplication_ids)
+ */
+Datum
+queue_publish_batch(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	bool		is_jsonb = get_fn_expr_argtype(fcinfo->flinfo, 1) == JSONBARRAYOID;
+	QueueCall	call;
+	TopicMeta  *t;
+	TopicMessage *pubs;
+	ArrayType  *bodies;
+	Datum	   *bvals;
+	Datum	   *tags;
+	int			ntags;
+	Datum	   *keys,
+			   *attrs,
+			   *groups,
+			   *dedups;
+	bool	   *keys_n,
+			   *attrs_n,
+			   *groups_n,
+			   *dedups_n;
+	int			n;
+
+	queue_arg_notnull(fcinfo, 0, "topic_name");
+	queue_arg_notnull(fcinfo, 1, "bodies");
+	bodies = PG_GETARG_ARRAYTYPE_P(1);
+	n = queue_array_len(bodies, "bodies", false);
+	ntags = tags_arg(fcinfo, 2, &tags);
+	entries_arg(fcinfo, 3, "routing_keys", n, TEXTOID, &keys, &keys_n);
+	entries_arg(fcinfo, 4, "attributes", n, JSONBOID, &attrs, &attrs_n);
+	entries_arg(fcinfo, 5, "message_group_ids", n, TEXTOID, &groups, &groups_n);
+	entries_arg(fcinfo, 6, "deduplication_ids", n, TEXTOID, &dedups, &dedups_n);
+	deconstruct_array(bodies, is_jsonb ? JSONBOID : TEXTOID, -1, false,
+					  TYPALIGN_INT, &bvals, NULL, &n);
+	pubs = palloc0(n * sizeof(TopicMessage));
+	for (int i = 0; i < n; i++)
+	{
+		TopicMessage *p = &pubs[i];
+
+		p->body = publication_body(bvals[i], is_jsonb, "bodies");
+		p->ntags = ntags;
+		p->tags = tags;
+		if (!keys_n[i])
+		{
+			queue_check_routing_key(DatumGetTextPP(keys[i]), "routing_keys");
+			p->routing_key = TextDatumGetCString(keys[i]);
+		}
+		p->attrs = attrs[i];
+		p->attrs_null = attrs_n[i];
+		if (!p->attrs_null)
+			queue_check_attributes(DatumGetJsonbP(attrs[i]), "attributes");
+		p->group = groups[i];
+		p->group_null = groups_n[i];
+		if (!p->group_null)
+			queue_check_token_datum(groups[i], "message_group_ids");
+		p->dedup = dedups[i];
+		p->dedup_null = dedups_n[i];
+		if (!p->dedup_null)
+			queue_check_token_datum(dedups[i], "deduplication_ids");
+	}
+	queue_check_read_write();
+	InitMaterializedSRF(fcinfo, 0);
+
+	queue_enter(&call);
+	SPI_connect();
+	t = topic_lookup(PG_GETARG_TEXT_PP(0));
+	check_publish(t, call.caller);
+	publish(t, n, pubs, false, 0, true);
+	for (int i = 0; i < n; i++)
+		put_result(rsinfo, &pubs[i], i + 1, true);
+	SPI_finish();
+	queue_leave(&call);
+	return (Datum) 0;
+}
+
+/*
+ * queue._topic_holds(topic_id, role, privilege): whether role holds
+ * 'publish', 'manage' or 'any' on the topic, for the PL/pgSQL side and the
+ * views.  NULL role: the current one.
+ */
+Datum
+queue_topic_holds_sql(PG_FUNCTION_ARGS)
+{
+	char		relname[NAMEDATALEN];
+	Oid			relid;
+	Oid			role = PG_ARGISNULL(1) ? GetUserId() : PG_GETARG_OID(1);
+	char	   *p = text_to_cstring(PG_GETARG_TEXT_PP(2));
+	AclMode		mode;
+
+	if (strcmp(p, "publish") == 0)
+		mode = ACL_INSERT;
+	else if (strcmp(p, "manage") == 0)
+		mode = ACL_TRUNCATE;
+	else if (strcmp(p, "any") == 0)
+		mode = ACL_INSERT | ACL_TRUNCATE;
+	else
+		elog(ERROR, "unknown topic privilege \"%s\"", p);
+	snprintf(relname, sizeof(relname), "t" INT64_FORMAT, PG_GETARG_INT64(0));
+	relid = queue_data_relid(relname);
+	PG_RETURN_BOOL(OidIsValid(relid) && queue_role_holds(relid, role, mode));
+}
+
+/*
+ * queue._topic_counter(topic_id, subscription_id): publishes of a topic
+ * (subscription_id null) or deliveries of a subscription; null without
+ * shared memory.  The views call it on rows they show.
+ */
+Datum
+queue_topic_counter_sql(PG_FUNCTION_ARGS)
+{
+	int64		counts[QC_NUM];
+	int64		key = PG_ARGISNULL(1) ? TOPIC_COUNTER_KEY(PG_GETARG_INT64(0)) :
+		DELIVERY_COUNTER_KEY(PG_GETARG_INT64(1));
+
+	if (PG_ARGISNULL(0) || !queue_counters_read(key, counts))
+		PG_RETURN_NULL();
+	PG_RETURN_INT64(counts[QC_SENT]);
+}
+
+/*
+ * queue._topic_counter_reset(topic_id, subscription_id, dropped): a new
+ * topic or subscription starts from zero (ids restart when the extension
+ * is created again); a dropped one gives its slot back at commit.
+ */
+Datum
+queue_topic_counter_reset_sql(PG_FUNCTION_ARGS)
+{
+	int64		key = PG_ARGISNULL(1) ? TOPIC_COUNTER_KEY(PG_GETARG_INT64(0)) :
+		DELIVERY_COUNTER_KEY(PG_GETARG_INT64(1));
+
+	if (PG_GETARG_BOOL(2))
+		queue_forget_counters_at_commit(key);
+	else
+		queue_reset_counters(key);
+	PG_RETURN_VOID();
+}
