@@ -74,16 +74,13 @@ REVOKE ALL ON FUNCTION @extschema@._check_filters(text[], text[], jsonb) FROM PU
 COMMENT ON FUNCTION @extschema@._check_filters(text[], text[], jsonb) IS 'raise 22023/22004 unless valid subscription filters';
 
 CREATE FUNCTION @extschema@._topic_holds(topic_id bigint, role oid, privilege text)
-	RETURNS boolean LANGUAGE C STABLE AS 'MODULE_PATHNAME', 'queue_topic_holds_sql';
+	RETURNS boolean LANGUAGE C STRICT STABLE AS 'MODULE_PATHNAME', 'queue_topic_holds_sql';
 REVOKE ALL ON FUNCTION @extschema@._topic_holds(bigint, oid, text) FROM PUBLIC;
-COMMENT ON FUNCTION @extschema@._topic_holds(bigint, oid, text) IS 'whether a role (null: the current one) holds publish, manage or any privilege on a topic';
+COMMENT ON FUNCTION @extschema@._topic_holds(bigint, oid, text) IS 'whether a role holds publish, manage or any privilege on a topic';
 
 /* Callable by every role: it answers only for the role that calls. */
 CREATE FUNCTION @extschema@._may_see_topic(topic_id bigint)
-	RETURNS boolean LANGUAGE sql STABLE
-	SET search_path = pg_catalog, pg_temp AS $$
-	SELECT @extschema@._topic_holds(topic_id, NULL, 'any')
-$$;
+	RETURNS boolean LANGUAGE C STABLE AS 'MODULE_PATHNAME', 'queue_may_see_topic_sql';
 COMMENT ON FUNCTION @extschema@._may_see_topic(bigint) IS 'whether the current role holds a privilege on a topic (the topic views'' filter)';
 
 CREATE FUNCTION @extschema@._topic_counter(topic_id bigint, subscription_id bigint)

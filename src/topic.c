@@ -60,6 +60,7 @@ PG_FUNCTION_INFO_V1(queue_publish);
 PG_FUNCTION_INFO_V1(queue_publish_batch);
 PG_FUNCTION_INFO_V1(queue_topic_holds_sql);
 PG_FUNCTION_INFO_V1(queue_topic_counter_sql);
+PG_FUNCTION_INFO_V1(queue_may_see_topic_sql);
 PG_FUNCTION_INFO_V1(queue_topic_counter_reset_sql);
 
 /* SNS FIFO topics' deduplication interval. */
@@ -726,17 +727,27 @@ queue_publish_batch(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/* Whether role holds any of mode on the topic of this id. */
+static bool
+topic_role_holds(int64 topic_id, Oid role, AclMode mode)
+{
+	char		relname[NAMEDATALEN];
+	Oid			relid;
+
+	snprintf(relname, sizeof(relname), "t" INT64_FORMAT, topic_id);
+	relid = queue_data_relid(relname);
+	return OidIsValid(relid) && queue_role_holds(relid, role, mode);
+}
+
 /*
  * queue._topic_holds(topic_id, role, privilege): whether role holds
- * 'publish', 'manage' or 'any' on the topic, for the PL/pgSQL side and the
- * views.  NULL role: the current one.
+ * 'publish', 'manage' or 'any' on the topic, for the PL/pgSQL side.  Not
+ * granted to PUBLIC.
  */
 Datum
 queue_topic_holds_sql(PG_FUNCTION_ARGS)
 {
-	char		relname[NAMEDATALEN];
-	Oid			relid;
-	Oid			role = PG_ARGISNULL(1) ? GetUserId() : PG_GETARG_OID(1);
+	Oid			role = PG_GETARG_OID(1);
 	char	   *p = text_to_cstring(PG_GETARG_TEXT_PP(2));
 	AclMode		mode;
 
@@ -748,9 +759,21 @@ queue_topic_holds_sql(PG_FUNCTION_ARGS)
 		mode = ACL_INSERT | ACL_TRUNCATE;
 	else
 		elog(ERROR, "unknown topic privilege \"%s\"", p);
-	snprintf(relname, sizeof(relname), "t" INT64_FORMAT, PG_GETARG_INT64(0));
-	relid = queue_data_relid(relname);
-	PG_RETURN_BOOL(OidIsValid(relid) && queue_role_holds(relid, role, mode));
+	PG_RETURN_BOOL(topic_role_holds(PG_GETARG_INT64(0), role, mode));
+}
+
+/*
+ * queue._may_see_topic(topic_id): whether the current role holds a
+ * privilege on the topic, the topic views' row filter.  Callable by every
+ * role: it answers only for the role that calls.
+ */
+Datum
+queue_may_see_topic_sql(PG_FUNCTION_ARGS)
+{
+	if (PG_ARGISNULL(0))
+		PG_RETURN_BOOL(false);
+	PG_RETURN_BOOL(topic_role_holds(PG_GETARG_INT64(0), GetUserId(),
+									ACL_INSERT | ACL_TRUNCATE));
 }
 
 /*
