@@ -62,6 +62,35 @@ SELECT queue.send('events.fifo', 'e4', message_group_id => 'b', deduplication_id
 SELECT count(*) FROM queue.receive('events.fifo', 1, visibility_timeout => '1 hour');
 ));
 
+# --- topics (1.2): a standard topic with a filtered subscription, a FIFO
+# topic with a live deduplication id, a publish grant by role name
+$src->safe_psql('shop', q(
+SELECT queue.create('news_q');
+SELECT queue.create('news.fifo', fifo => true);
+SELECT queue.create_topic('news', tags => '{"team": "shop"}');
+SELECT queue.create_topic('news_ordered', fifo => true);
+SELECT queue.subscribe('news', 'news_q', filter_tags => '{eu}', filter_policy => '{"kind": ["sale"]}');
+SELECT queue.subscribe('news_ordered', 'news.fifo');
+SELECT queue.grant_topic('news', 'app_sender', '{publish}');
+SELECT queue.publish('news', 'n1', tags => '{eu}', attributes => '{"kind": "sale"}');
+SELECT queue.publish('news_ordered', 'nf1', message_group_id => 'g', deduplication_id => 'tp-1');
+));
+my $topics = q(
+SELECT string_agg(format('%s %s %s %s', t.topic_name, t.fifo, t.tags, t.owner), E'\n' ORDER BY t.topic_id)
+	|| E'\n' || (SELECT string_agg(format('%s %s %s %s %s %s', s.topic_name, s.queue_name, s.subscription_id,
+					  s.filter_tags, s.binding_keys, s.filter_policy), E'\n' ORDER BY s.subscription_id)
+				  FROM queue.subscriptions s)
+	|| E'\n' || (SELECT string_agg(format('%s %s %s', tt.topic_name, a.grantee::regrole, a.privilege_type), E'\n' ORDER BY 1)
+				  FROM queue.topics tt
+				  JOIN pg_class c ON c.relnamespace = 'queue_data'::regnamespace AND c.relname = 't' || tt.topic_id,
+				  LATERAL aclexplode(c.relacl) a WHERE a.grantee <> c.relowner)
+FROM queue.topics t;
+);
+my $src_topics = $src->safe_psql('shop', $topics);
+like($src_topics, qr/news_ordered news\.fifo/, 'source has the subscriptions');
+my $max_sub = $src->safe_psql('shop', 'SELECT max(subscription_id) FROM queue._subscriptions');
+my $nf1_id = $src->safe_psql('shop', "SELECT message_id FROM queue.publish('news_ordered', 'nf1 again', message_group_id => 'g', deduplication_id => 'tp-1')");
+
 # What must come back: every message of every queue as peek sees it, the
 # registry, the grants, and the ids in use.
 my $peek = q(
@@ -128,6 +157,7 @@ for my $db ('shop', 'shop2')
 	is($dst->safe_psql($db, $peek),   $src_peek,   "$db: every message, in order, with its fields");
 	is($dst->safe_psql($db, $queues), $src_queues, "$db: every queue with its attributes and owner");
 	is($dst->safe_psql($db, $grants), $src_grants, "$db: the grants, by role");
+	is($dst->safe_psql($db, $topics), $src_topics, "$db: topics, subscriptions and topic grants");
 	is($dst->safe_psql($db, 'SELECT count(*) FROM queue._secret'), '1', "$db: one receipt key");
 	isnt($dst->safe_psql($db, "SELECT encode(key, 'hex') FROM queue._secret"), $key,
 		"$db: a key of its own");
@@ -177,7 +207,21 @@ dq("SELECT queue.alter('orders', visibility_timeout => '2 minutes')");
 dq("SELECT queue.grant('orders', 'app_sender', '{receive}')");
 dq("SELECT queue.revoke('orders', 'app_sender', '{receive}')");
 dq("SELECT queue.purge('after_restore')");
-is(dq("SELECT count(*) FROM queue.stats WHERE visible IS NOT NULL"), '5', 'stats reads every queue');
+is(dq("SELECT count(*) FROM queue.stats WHERE visible IS NOT NULL"), '7', 'stats reads every queue');
+
+# topics work on the restored copy: the publish grant by name, the filters,
+# the FIFO topic's live deduplication id, ids above the restored ones
+is($dst->safe_psql($db, q(SET ROLE app_sender;
+	SELECT delivered FROM queue.publish('news', 'n2', tags => '{eu}', attributes => '{"kind": "sale"}'))),
+	'1', 'topics: app_sender publishes, the filtered subscription takes it');
+is(dq(q(SELECT delivered FROM queue.publish('news', 'n3', tags => '{us}', attributes => '{"kind": "sale"}'))),
+	'0', 'topics: the filter tags came back');
+is(dq("SELECT string_agg(body, ',' ORDER BY message_id) FROM queue.peek('news_q')"), 'n1,n2',
+	'topics: the subscribed queue holds both copies');
+is(dq("SELECT format('%s %s %s', message_id, delivered, duplicate) FROM queue.publish('news_ordered', 'nf1 again', message_group_id => 'g', deduplication_id => 'tp-1')"),
+	"$nf1_id 0 t", 'topics: a deduplication id accepted before the dump is still a duplicate');
+cmp_ok(dq("SELECT queue.subscribe('news', 'orders')"), '>', $max_sub,
+	'topics: new subscription ids continue above the restored ones');
 ($rc, $out, $err) = $dst->psql('postgres', 'DROP ROLE app_sender');
 like($err, qr/cannot be dropped because some objects depend on it/,
 	'a role holding grants on a restored queue cannot be dropped');

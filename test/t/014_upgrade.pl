@@ -147,6 +147,17 @@ sql('ALTER EXTENSION queue UPDATE');
 is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.2', 'updated to 1.2');
 is(sql($peek), $before_peek, '1.2: every message unchanged, in delivery order');
 
+# --- topics on upgraded queues: a queue made by 1.0 subscribes and receives
+is(sql(q(
+SELECT queue.create_topic('up_topic');
+SELECT queue.subscribe('up_topic', 'up_dlq');
+SELECT delivered FROM queue.publish('up_topic', 'via topic');
+)), "1\n1\n1", 'a queue from 1.0 subscribes to a topic and gets its message');
+is(sql("SELECT count(*) FROM queue.peek('up_dlq') WHERE body = 'via topic'"), '1',
+	'the copy is in the upgraded queue');
+sql("SELECT queue.drop_topic('up_topic')");
+$before_peek = sql($peek);
+
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
 $node->safe_psql('fresh', q(
