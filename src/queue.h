@@ -214,6 +214,10 @@ extern bool queue_tags_match(const Datum *filter, int nfilter, const Datum *tags
 extern bool queue_binding_match(const char *binding, const char *routing_key);
 extern bool queue_policy_match(Jsonb *policy, Jsonb *attributes);
 
+/* topic.c */
+extern void queue_topic_sweep(void);
+extern void queue_topic_sweep_now(void);
+
 /* failed.c: receives whose transaction rolls back still count */
 extern void queue_note_received(QueueMeta *q, int n, const int64 *ids);
 extern void queue_set_failure_delay(int64 usecs);

@@ -810,3 +810,66 @@ queue_topic_counter_reset_sql(PG_FUNCTION_ARGS)
 		queue_reset_counters(key);
 	PG_RETURN_VOID();
 }
+
+/*
+ * The worker's sweep of the topics' deduplication ids whose window has
+ * passed (a claim takes over an expired id by itself; this keeps ids that
+ * are never sent again from piling up).  At most once a minute; runs its
+ * own transaction.  A database whose extension is older than topics has
+ * nothing to sweep.  A reload makes it due at once (queue_topic_sweep_now),
+ * as it does the queues' sweeps.
+ */
+static TimestampTz topic_swept_at = 0;
+
+void
+queue_topic_sweep(void)
+{
+	TimestampTz now = GetCurrentTimestamp();
+	int			rc;
+	uint64		ntopics;
+	int64	   *ids;
+
+	if (!TimestampDifferenceExceeds(topic_swept_at, now, 60 * 1000))
+		return;
+	topic_swept_at = now;
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (!OidIsValid(get_relname_relid("_topics", get_namespace_oid("queue", true))))
+		rc = 0;					/* no topics before 1.2 */
+	else
+		rc = SPI_execute("SELECT topic_id FROM queue._topics", true, 0);
+	if (rc == SPI_OK_SELECT)
+	{
+		ntopics = SPI_processed;
+		ids = palloc(Max(ntopics, 1) * sizeof(int64));
+		for (uint64 i = 0; i < ntopics; i++)
+		{
+			bool		isnull;
+
+			ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+												 SPI_tuptable->tupdesc, 1, &isnull));
+		}
+		for (uint64 i = 0; i < ntopics; i++)
+		{
+			char		relname[NAMEDATALEN];
+
+			snprintf(relname, sizeof(relname), "t" INT64_FORMAT, ids[i]);
+			if (!OidIsValid(queue_data_relid(relname)))
+				continue;		/* dropped since */
+			(void) SPI_execute(psprintf("DELETE FROM queue_data.t" INT64_FORMAT
+										" WHERE accepted_at <= now() - interval '"
+										INT64_FORMAT " microseconds'",
+										ids[i], TOPIC_DEDUP_WINDOW), false, 0);
+		}
+	}
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+}
+
+void
+queue_topic_sweep_now(void)
+{
+	topic_swept_at = 0;
+}

@@ -476,6 +476,7 @@ queue_worker_main(Datum arg)
 			hash_seq_init(&status, swept);
 			while ((sq = hash_seq_search(&status)) != NULL)
 				queue_sweep_due_now(sq);
+			queue_topic_sweep_now();
 		}
 		if (!queue_worker_enabled)
 			proc_exit(0);
@@ -535,6 +536,7 @@ queue_worker_main(Datum arg)
 			sq->seen = true;
 			queue_sweep_pass(q, sq, sweep_cxt);
 		}
+		queue_topic_sweep();
 		/* Forget dropped queues. */
 		hash_seq_init(&status, swept);
 		while ((sq = hash_seq_search(&status)) != NULL)

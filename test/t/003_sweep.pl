@@ -297,5 +297,22 @@ is($node->safe_psql('postgres', "SELECT dead_lettered FROM queue.stats WHERE que
 ok($node->poll_query_until('postgres', "SELECT count(*) FROM queue_data.q$xdl", '0'),
 	'the worker sweeps it there, past that queue\'s retention (no send, no reload)');
 
+# --- Topics: deduplication ids past the topic's 5-minute window -----------
+
+$node->safe_psql('postgres', q(
+SELECT queue.create_topic('swept_topic', fifo => true);
+SELECT queue.publish('swept_topic', 'old', message_group_id => 'g', deduplication_id => 'old');
+SELECT queue.publish('swept_topic', 'young', message_group_id => 'g', deduplication_id => 'young');
+));
+my $topic = $node->safe_psql('postgres', "SELECT topic_id FROM queue.topics WHERE topic_name = 'swept_topic'");
+$node->safe_psql('postgres',
+	"UPDATE queue_data.t$topic SET accepted_at = accepted_at - interval '6 minutes' WHERE deduplication_id = 'old'");
+sweep_now();
+ok($node->poll_query_until('postgres', "SELECT string_agg(deduplication_id, ',') FROM queue_data.t$topic", 'young'),
+	'worker forgets topic deduplication ids past their window, keeps the others');
+is($node->safe_psql('postgres',
+		"SELECT duplicate FROM queue.publish('swept_topic', 'old', message_group_id => 'g', deduplication_id => 'old')"),
+	'f', 'a forgotten id is new again');
+
 $node->stop;
 done_testing();
