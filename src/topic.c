@@ -40,6 +40,8 @@
  */
 #include "postgres.h"
 
+#include "access/toast_compression.h"
+#include "access/toast_internals.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/sequence.h"
@@ -424,6 +426,26 @@ claim_ids(TopicMeta *t, int n, TopicMessage *pubs, TimestampTz now)
 }
 
 /*
+ * A body big enough to be compressed when stored, compressed once for all
+ * the queues it goes to (the table would compress each copy again).  The
+ * queues' size limits were checked on the body as given.  Left as it is
+ * when it does not compress or goes to one queue.
+ */
+#define TOPIC_COMPRESS_MIN	2048	/* about where TOAST starts compressing */
+
+static Datum
+shared_body(Datum body, int fanout)
+{
+	Datum		c;
+
+	if (fanout < 2 || VARSIZE_ANY_EXHDR(DatumGetPointer(body)) < TOPIC_COMPRESS_MIN ||
+		VARATT_IS_EXTENDED(DatumGetPointer(body)))
+		return body;
+	c = toast_compress_datum(body, default_toast_compression);
+	return c == (Datum) 0 ? body : c;
+}
+
+/*
  * Deliver the messages that are not duplicates to each subscription whose
  * filters match them: one send per queue, entries in call order.
  */
@@ -434,6 +456,7 @@ deliver(TopicMeta *t, int n, TopicMessage *pubs, bool has_delay, int64 delay)
 	int		   *which = palloc(n * sizeof(int));
 	int64	   *ids = palloc(n * sizeof(int64));
 	bool	   *dup = palloc(n * sizeof(bool));
+	Datum	   *packed;
 
 	b.bodies = palloc(n * sizeof(Datum));
 	b.groups = palloc(n * sizeof(Datum));
@@ -443,6 +466,7 @@ deliver(TopicMeta *t, int n, TopicMessage *pubs, bool has_delay, int64 delay)
 	b.attrs = palloc(n * sizeof(Datum));
 	b.attr_nulls = palloc(n * sizeof(bool));
 	b.topic_copy = true;
+	packed = palloc0(n * sizeof(Datum));
 
 	for (int s = 0; s < t->nsubs; s++)
 	{
@@ -464,13 +488,15 @@ deliver(TopicMeta *t, int n, TopicMessage *pubs, bool has_delay, int64 delay)
 		{
 			TopicMessage *p = &pubs[which[k]];
 
-			b.bodies[k] = p->body;
-			queue_check_message_size(q, p->body, p->attrs, p->attrs_null, "attributes");
 			if (VARSIZE_ANY_EXHDR(DatumGetPointer(p->body)) > q->max_message_size)
 				ereport(ERROR,
 						(errcode(ERRCODE_PROGRAM_LIMIT_EXCEEDED),
 						 errmsg("argument \"body\" is over the max_message_size of subscribed queue \"%s\"",
 								q->name)));
+			queue_check_message_size(q, p->body, p->attrs, p->attrs_null, "attributes");
+			if (packed[which[k]] == (Datum) 0)
+				packed[which[k]] = shared_body(p->body, t->nsubs);
+			b.bodies[k] = packed[which[k]];
 			b.groups[k] = p->group;
 			b.group_nulls[k] = p->group_null;
 			b.dedups[k] = CStringGetTextDatum(psprintf("%s:" INT64_FORMAT, t->name,

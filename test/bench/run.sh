@@ -32,6 +32,8 @@
 #     waiting, and 1,000 waiting behind 100,000 in flight (lower ids, leased
 #     for an hour); floor (a) is the faster variant per case; and a FIFO
 #     queue's receive with 1,000 and 1,000,000 waiting over 100 groups
+#  5. topics (test/bench/topics.sh; TOPICS=0 skips them): publish to one
+#     queue against send, and a 10 KB body to 10 queues against one send
 #  4. (not with QUICK=1) the soak: SOAK_MESSAGES messages through a queue
 #     kept near empty (send 10 -> receive 10 -> delete, 4 clients, autovacuum
 #     at its defaults), for the extension and the floor (idx): throughput per
@@ -594,6 +596,13 @@ if [ "$SOAK" = 1 ]; then
 		result soak_std_window_ratio "${SOAK_WIN[std]}" x 2 "${SOAK_WIN[floor]}" "(slowest / fastest 5 s window)"
 		result soak_std_size "${SOAK_MB[std]}" MB 1 "${SOAK_MB[floor]}"
 	fi
+fi
+
+# --- 5. topics ------------------------------------------------------------------------
+
+if [ "$EXT" = 1 ] && [ "${TOPICS:-1}" = 1 ]; then
+	# shellcheck source=topics.sh
+	. "$HERE/topics.sh"
 fi
 
 # --- summary -------------------------------------------------------------------------

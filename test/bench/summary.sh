@@ -107,6 +107,9 @@ if [ "$EXT" = 1 ]; then
 	target "receive at $SCALE_MESSAGES waiting / at $PREFILL" "${RES[receive_scale_std_1m_vs_1k]:--}" "<=" 1.2
 	target "receive behind $SCALE_INFLIGHT in flight / none" "${RES[receive_scale_std_inflight_vs_none]:--}" "<=" 1.2
 	target "fifo receive at $SCALE_MESSAGES waiting / at $PREFILL" "${RES[receive_scale_fifo_1m_vs_1k]:--}" "<=" 1.2
+	target "topic publish, 1 queue / send" "$(r topic_publish_1q topic_send_1q)" ">=" 0.8
+	target "topic publish ${TOPIC_BIG_BYTES:-10240} B to ${TOPIC_FANOUT:-10} queues / send" "$(r topic_publish_big topic_send_big)" ">=" 0.3
+	target "topic bytes stored per publish / per send" "$(r topic_big_bytes_per_publish topic_big_bytes_per_send)" "<=" 2
 	target "soak: slowest / fastest 5 s window" "${RES[soak_std_window_ratio]:--}" ">=" 0.5
 	target "soak: size at the end / the floor's" "$(r soak_std_size soak_floor_size)" "<=" 0.25
 fi
