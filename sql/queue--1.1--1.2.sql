@@ -83,9 +83,10 @@ CREATE FUNCTION @extschema@._may_see_topic(topic_id bigint)
 	RETURNS boolean LANGUAGE C STABLE AS 'MODULE_PATHNAME', 'queue_may_see_topic_sql';
 COMMENT ON FUNCTION @extschema@._may_see_topic(bigint) IS 'whether the current role holds a privilege on a topic (the topic views'' filter)';
 
-CREATE FUNCTION @extschema@._topic_counter(topic_id bigint, subscription_id bigint)
+/* Callable by every role: it answers only on what the role may see (42501 otherwise). */
+CREATE FUNCTION @extschema@._topic_counter(topic_id bigint, subscription_id bigint, queue_id bigint)
 	RETURNS bigint LANGUAGE C STABLE AS 'MODULE_PATHNAME', 'queue_topic_counter_sql';
-COMMENT ON FUNCTION @extschema@._topic_counter(bigint, bigint) IS 'messages a topic published (subscription_id null) or a subscription delivered';
+COMMENT ON FUNCTION @extschema@._topic_counter(bigint, bigint, bigint) IS 'messages a topic published (subscription_id null) or a subscription delivered';
 
 CREATE FUNCTION @extschema@._topic_counter_reset(topic_id bigint, subscription_id bigint, dropped boolean)
 	RETURNS void LANGUAGE C AS 'MODULE_PATHNAME', 'queue_topic_counter_reset_sql';
@@ -334,6 +335,67 @@ END
 $$;
 REVOKE ALL ON FUNCTION @extschema@._grantee(text) FROM PUBLIC;
 
+/* The privileges argument of the grant and revoke functions: some of allowed. */
+CREATE FUNCTION @extschema@._check_privileges(privileges text[], allowed text[], kind text)
+	RETURNS void LANGUAGE plpgsql IMMUTABLE
+	SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	p text;
+BEGIN
+	IF array_ndims(privileges) > 1 THEN
+		RAISE EXCEPTION 'argument "privileges" must be a one-dimensional array' USING ERRCODE = '22023';
+	END IF;
+	IF privileges IS NULL OR array_position(privileges, NULL) IS NOT NULL THEN
+		RAISE EXCEPTION 'argument "privileges" must not be null or hold nulls' USING ERRCODE = '22004';
+	END IF;
+	IF cardinality(privileges) = 0 THEN
+		RAISE EXCEPTION 'argument "privileges" must name at least one privilege' USING ERRCODE = '22023';
+	END IF;
+	FOREACH p IN ARRAY privileges LOOP
+		IF NOT p = ANY (allowed) THEN
+			RAISE EXCEPTION 'argument "privileges": unknown %privilege "%"', kind, p
+				USING ERRCODE = '22023',
+				HINT = 'The ' || kind || 'privileges are ' || array_to_string(allowed, ', ') || '.';
+		END IF;
+	END LOOP;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@._check_privileges(text[], text[], text) FROM PUBLIC;
+
+/* queue.grant / queue.revoke, with the role name and privilege rules shared with topics. */
+CREATE OR REPLACE FUNCTION @extschema@._grant_revoke(queue_name text, role_name text, privileges text[],
+	is_grant boolean, caller oid)
+	RETURNS void LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+	q @extschema@._queues;
+	g record;
+	tbl regclass;
+	modes text;
+BEGIN
+	q := @extschema@._lookup(queue_name, true);
+	PERFORM @extschema@._check_manage(q, caller);
+	g := @extschema@._grantee(role_name);
+	PERFORM @extschema@._check_privileges(privileges, '{send, receive, manage}', '');
+	tbl := format('queue_data.q%s', q.queue_id)::regclass;
+	/* The owner's privileges are not in the ACL's hands. */
+	IF g.rname IS NOT NULL AND EXISTS (SELECT 1 FROM pg_catalog.pg_class c
+									  JOIN pg_catalog.pg_roles r ON r.oid = c.relowner
+									  WHERE c.oid = tbl AND r.rolname = g.rname) THEN
+		RETURN;
+	END IF;
+	SELECT string_agg(DISTINCT CASE v WHEN 'send' THEN 'INSERT' WHEN 'receive' THEN 'UPDATE'
+									 ELSE 'TRUNCATE' END, ', ')
+	INTO modes FROM unnest(privileges) v;
+	IF is_grant THEN
+		EXECUTE format('GRANT %s ON TABLE %s TO %s', modes, tbl, g.grantee);
+	ELSE
+		EXECUTE format('REVOKE %s ON TABLE %s FROM %s', modes, tbl, g.grantee);
+	END IF;
+END
+$$;
+
 /* grant_topic / revoke_topic: publish and manage, as INSERT and TRUNCATE on t<id>. */
 CREATE FUNCTION @extschema@._grant_revoke_topic(topic_name text, role_name text, privileges text[],
 	is_grant boolean, caller oid)
@@ -345,26 +407,11 @@ DECLARE
 	g record;
 	tbl regclass;
 	modes text;
-	p text;
 BEGIN
 	t := @extschema@._lookup_topic(topic_name, true);
 	PERFORM @extschema@._check_topic_manage(t, caller);
 	g := @extschema@._grantee(role_name);
-	IF array_ndims(privileges) > 1 THEN
-		RAISE EXCEPTION 'argument "privileges" must be a one-dimensional array' USING ERRCODE = '22023';
-	END IF;
-	IF privileges IS NULL OR array_position(privileges, NULL) IS NOT NULL THEN
-		RAISE EXCEPTION 'argument "privileges" must not be null or hold nulls' USING ERRCODE = '22004';
-	END IF;
-	IF cardinality(privileges) = 0 THEN
-		RAISE EXCEPTION 'argument "privileges" must name at least one privilege' USING ERRCODE = '22023';
-	END IF;
-	FOREACH p IN ARRAY privileges LOOP
-		IF p NOT IN ('publish', 'manage') THEN
-			RAISE EXCEPTION 'argument "privileges": unknown topic privilege "%"', p
-				USING ERRCODE = '22023', HINT = 'The topic privileges are publish and manage.';
-		END IF;
-	END LOOP;
+	PERFORM @extschema@._check_privileges(privileges, '{publish, manage}', 'topic ');
 	tbl := format('queue_data.t%s', t.topic_id)::regclass;
 	/* The owner's privileges are not in the ACL's hands. */
 	IF g.rname IS NOT NULL AND EXISTS (SELECT 1 FROM pg_catalog.pg_class c
@@ -447,7 +494,7 @@ COMMENT ON FUNCTION @extschema@.publish_batch(text, jsonb[], text[], text[], jso
 /* A role sees the topics it holds a privilege on, and their subscriptions and those of its queues. */
 CREATE VIEW @extschema@.topics WITH (security_barrier) AS
 	SELECT t.topic_name, t.topic_id, t.fifo, t.tags, c.relowner::regrole AS owner, t.created_at,
-		   @extschema@._topic_counter(t.topic_id, NULL) AS published
+		   @extschema@._topic_counter(t.topic_id, NULL, NULL) AS published
 	FROM @extschema@._topics t
 	JOIN pg_catalog.pg_class c
 	  ON c.relnamespace = 'queue_data'::regnamespace AND c.relname = 't' || t.topic_id
@@ -456,7 +503,7 @@ COMMENT ON VIEW @extschema@.topics IS 'one row a topic the current role holds a 
 
 CREATE VIEW @extschema@.subscriptions WITH (security_barrier) AS
 	SELECT t.topic_name, q.queue_name, s.subscription_id, s.filter_tags, s.binding_keys,
-		   s.filter_policy, s.created_at, @extschema@._topic_counter(s.topic_id, s.subscription_id) AS delivered
+		   s.filter_policy, s.created_at, @extschema@._topic_counter(s.topic_id, s.subscription_id, s.queue_id) AS delivered
 	FROM @extschema@._subscriptions s
 	JOIN @extschema@._topics t ON t.topic_id = s.topic_id
 	JOIN @extschema@._queues q ON q.queue_id = s.queue_id

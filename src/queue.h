@@ -202,6 +202,9 @@ extern void queue_check_message_size(QueueMeta *q, Datum body, Datum attrs,
 extern void queue_check_attributes(Jsonb *attrs, const char *argname);
 extern void queue_send_entries(QueueMeta *q, SendBatch *b, int64 delay,
 							   bool batch, int64 *ids, bool *dup);
+extern void queue_batch_array(FunctionCallInfo fcinfo, int argno,
+							  const char *argname, int n, Oid elemtype,
+							  Datum **vals, bool **nulls);
 
 /* filter.c: which subscriptions take a published message */
 extern int	queue_text_list(ArrayType *arr, const char *argname, int max, int len,

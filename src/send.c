@@ -442,8 +442,8 @@ queue_send(PG_FUNCTION_ARGS)
  * An optional per-entry array argument, checked to match the bodies, as
  * datums and null flags (all null when the argument is).
  */
-static void
-batch_array(FunctionCallInfo fcinfo, int argno, const char *argname, int n,
+void
+queue_batch_array(FunctionCallInfo fcinfo, int argno, const char *argname, int n,
 			Oid elemtype, Datum **vals, bool **nulls)
 {
 	ArrayType  *arr;
@@ -485,9 +485,9 @@ queue_send_batch(PG_FUNCTION_ARGS)
 	bodies = PG_GETARG_ARRAYTYPE_P(1);
 	b.topic_copy = false;
 	b.n = queue_array_len(bodies, "bodies", false);
-	batch_array(fcinfo, 3, "message_group_ids", b.n, TEXTOID, &b.groups, &b.group_nulls);
-	batch_array(fcinfo, 4, "deduplication_ids", b.n, TEXTOID, &b.dedups, &b.dedup_nulls);
-	batch_array(fcinfo, 5, "attributes", b.n, JSONBOID, &b.attrs, &b.attr_nulls);
+	queue_batch_array(fcinfo, 3, "message_group_ids", b.n, TEXTOID, &b.groups, &b.group_nulls);
+	queue_batch_array(fcinfo, 4, "deduplication_ids", b.n, TEXTOID, &b.dedups, &b.dedup_nulls);
+	queue_batch_array(fcinfo, 5, "attributes", b.n, JSONBOID, &b.attrs, &b.attr_nulls);
 	for (int i = 0; i < b.n; i++)
 	{
 		if (!b.group_nulls[i])

@@ -651,30 +651,6 @@ queue_publish(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
-/* An optional per-message array argument with as many entries as bodies. */
-static void
-entries_arg(FunctionCallInfo fcinfo, int argno, const char *argname, int n,
-			Oid elemtype, Datum **vals, bool **nulls)
-{
-	ArrayType  *arr;
-	int			m;
-
-	if (PG_ARGISNULL(argno))
-	{
-		*vals = palloc0(n * sizeof(Datum));
-		*nulls = palloc(n * sizeof(bool));
-		memset(*nulls, true, n * sizeof(bool));
-		return;
-	}
-	arr = PG_GETARG_ARRAYTYPE_P(argno);
-	if (queue_array_len(arr, argname, true) != n)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
-				 errmsg("argument \"%s\" must have as many entries as \"bodies\"",
-						argname)));
-	deconstruct_array(arr, elemtype, -1, false, TYPALIGN_INT, vals, nulls, &m);
-}
-
 /*
  * queue.publish_batch(topic_name, bodies text[]|jsonb[], tags, routing_keys,
  *					   attributes, message_group_ids, deduplication_ids)
@@ -706,10 +682,10 @@ queue_publish_batch(PG_FUNCTION_ARGS)
 	bodies = PG_GETARG_ARRAYTYPE_P(1);
 	n = queue_array_len(bodies, "bodies", false);
 	ntags = tags_arg(fcinfo, 2, &tags);
-	entries_arg(fcinfo, 3, "routing_keys", n, TEXTOID, &keys, &keys_n);
-	entries_arg(fcinfo, 4, "attributes", n, JSONBOID, &attrs, &attrs_n);
-	entries_arg(fcinfo, 5, "message_group_ids", n, TEXTOID, &groups, &groups_n);
-	entries_arg(fcinfo, 6, "deduplication_ids", n, TEXTOID, &dedups, &dedups_n);
+	queue_batch_array(fcinfo, 3, "routing_keys", n, TEXTOID, &keys, &keys_n);
+	queue_batch_array(fcinfo, 4, "attributes", n, JSONBOID, &attrs, &attrs_n);
+	queue_batch_array(fcinfo, 5, "message_group_ids", n, TEXTOID, &groups, &groups_n);
+	queue_batch_array(fcinfo, 6, "deduplication_ids", n, TEXTOID, &dedups, &dedups_n);
 	deconstruct_array(bodies, is_jsonb ? JSONBOID : TEXTOID, -1, false,
 					  TYPALIGN_INT, &bvals, NULL, &n);
 	pubs = palloc0(n * sizeof(TopicMessage));
@@ -803,9 +779,11 @@ queue_may_see_topic_sql(PG_FUNCTION_ARGS)
 }
 
 /*
- * queue._topic_counter(topic_id, subscription_id): publishes of a topic
- * (subscription_id null) or deliveries of a subscription; null without
- * shared memory.  The views call it on rows they show.
+ * queue._topic_counter(topic_id, subscription_id, queue_id): publishes of a
+ * topic (subscription_id null) or deliveries of a subscription (to queue
+ * queue_id); null without shared memory.  42501 unless the current role
+ * holds a privilege on the topic, or on the queue of the subscription (the
+ * views' rule).
  */
 Datum
 queue_topic_counter_sql(PG_FUNCTION_ARGS)
@@ -814,7 +792,15 @@ queue_topic_counter_sql(PG_FUNCTION_ARGS)
 	int64		key = PG_ARGISNULL(1) ? TOPIC_COUNTER_KEY(PG_GETARG_INT64(0)) :
 		DELIVERY_COUNTER_KEY(PG_GETARG_INT64(1));
 
-	if (PG_ARGISNULL(0) || !queue_counters_read(key, counts))
+	if (PG_ARGISNULL(0))
+		PG_RETURN_NULL();
+	if (!topic_role_holds(PG_GETARG_INT64(0), GetUserId(), ACL_INSERT | ACL_TRUNCATE) &&
+		(PG_ARGISNULL(1) || PG_ARGISNULL(2) || !queue_may_see(PG_GETARG_INT64(2))))
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for topic id " INT64_FORMAT, PG_GETARG_INT64(0)),
+				 errdetail("This needs a privilege on the topic, or on the subscribed queue.")));
+	if (!queue_counters_read(key, counts))
 		PG_RETURN_NULL();
 	PG_RETURN_INT64(counts[QC_SENT]);
 }

@@ -12,7 +12,7 @@ BEGIN
 	EXECUTE cmd;
 	RETURN 'ok';
 EXCEPTION WHEN OTHERS THEN
-	RETURN SQLSTATE || ': ' || SQLERRM;
+	RETURN SQLSTATE || ': ' || regexp_replace(SQLERRM, 'id \d+', 'id N');
 END
 $$;
 -- the bodies a queue holds, in delivery order (then it is emptied)
@@ -259,6 +259,8 @@ SELECT pg_temp.err($$SELECT queue.send('tp_acl_q', 'direct')$$) AS no_send_on_qu
 SELECT pg_temp.err($$SELECT queue.subscribe('tp_acl', 'tp_acl_q')$$) AS publish_is_not_manage;
 SELECT pg_temp.err($$SELECT queue.grant_topic('tp_acl', 'queue_test_topics_nobody', '{publish}')$$) AS publisher_cannot_grant;
 SELECT topic_name FROM queue.topics;
+CREATE TEMP TABLE acl_topic AS SELECT topic_id FROM queue.topics WHERE topic_name = 'tp_acl';
+GRANT SELECT ON acl_topic TO queue_test_topics_nobody;
 SET ROLE queue_test_topics_nobody;
 SELECT pg_temp.err($$SELECT queue.publish('tp_acl', 'x')$$) AS no_publish;
 SELECT pg_temp.err($$SELECT queue.drop_topic('tp_acl')$$) AS no_manage;
@@ -266,6 +268,8 @@ SELECT pg_temp.err($$SELECT queue.unsubscribe('tp_acl', 'tp_acl_q')$$) AS no_man
 SELECT count(*) AS sees_no_topic FROM queue.topics;
 SELECT count(*) AS sees_no_subscription FROM queue.subscriptions;
 SELECT pg_temp.err($$SELECT queue._topic_holds(1, 10, 'any')$$) AS helper_refused;
+SELECT pg_temp.err(format('SELECT queue._topic_counter(%s, NULL, NULL)', (SELECT topic_id FROM acl_topic)))
+	AS counter_refused;
 RESET ROLE;
 SELECT pg_temp.drain('tp_acl_q') AS delivered_by_subscription;
 -- the subscription's owner loses send: the publish skips that queue
