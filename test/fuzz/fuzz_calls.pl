@@ -72,6 +72,48 @@ my @bad_names = (
 	lit("fz_std\n"), lit(' fz_std'),
 );
 
+my @topics = qw(fz_topic fz_topic_fifo);
+my @scratch_topics = qw(fz_t1 fz_t2);
+
+sub topic_name {
+	my $r = rand();
+	return 'NULL' if $r < 0.04;
+	return lit(pick(@topics)) if $r < 0.70;
+	return lit(pick(@scratch_topics)) if $r < 0.85;
+	return random_text() if $r < 0.90;
+	return pick(@bad_names);
+}
+
+sub tags {
+	return pick('NULL::text[]', "'{}'::text[]", "'{a}'::text[]", "'{a,b,c,d,e}'::text[]",
+		"'{a,b,c,d,e,f}'::text[]", "ARRAY[repeat('t', 17)]", "ARRAY['a', NULL]",
+		"'{{a},{b}}'::text[]", "ARRAY[" . random_text() . "]");
+}
+
+sub routing_key {
+	return pick('NULL', "'a.b'", "'a'", "'a..b'", "'.a'", "'a.'", "''", "repeat('k', 65)",
+		"'#'", "'*.*'", random_text());
+}
+
+# Filter policies: valid ones and every kind of malformed one.
+sub policy {
+	return pick('NULL::jsonb', "'{}'::jsonb", "'[]'::jsonb", "'1'::jsonb", "'{\"k\": \"v\"}'::jsonb",
+		"'{\"k\": [\"v\", 1, null, true]}'::jsonb", "'{\"k\": []}'::jsonb",
+		"'{\"k\": [{\"numeric\": [\">\", 0, \"<\", 10]}]}'::jsonb",
+		"'{\"k\": [{\"numeric\": [\">\"]}]}'::jsonb", "'{\"k\": [{\"numeric\": \"x\"}]}'::jsonb",
+		"'{\"k\": [{\"anything-but\": []}]}'::jsonb", "'{\"k\": [{\"anything-but\": {\"prefix\": 1}}]}'::jsonb",
+		"'{\"k\": [{\"exists\": 1}]}'::jsonb", "'{\"k\": [{}]}'::jsonb", "'{\"k\": [[1]]}'::jsonb",
+		"'{\"\$or\": [{\"a\": [1]}, {\"b\": [2]}]}'::jsonb", "'{\"\$or\": 1}'::jsonb", "'{\"\$or\": [1, 2]}'::jsonb",
+		"'{\"a\": {\"b\": {\"c\": [1e300]}}}'::jsonb", "'{\"a\": {}}'::jsonb",
+		"jsonb_build_object(" . random_text() . ", jsonb_build_array(1))");
+}
+
+sub topic_privileges {
+	return pick('NULL::text[]', "'{}'::text[]", "'{publish}'::text[]", "'{manage}'::text[]",
+		"'{publish,manage}'::text[]", "'{send}'::text[]", "ARRAY['publish', NULL]",
+		"ARRAY[" . random_text() . "]");
+}
+
 sub queue_name {
 	my $r = rand();
 	return 'NULL' if $r < 0.04;
@@ -272,6 +314,38 @@ my %calls = (
 	grant => sub { return (call_sql('grant', queue_name(), role_name(), privileges()), 1); },
 	revoke => sub { return (call_sql('revoke', queue_name(), role_name(), privileges()), 1); },
 	stats => sub { return ("SELECT * FROM queue.stats", 0); },
+	create_topic => sub {
+		my $name = rand() < 0.6 ? lit(pick(@scratch_topics)) : topic_name();
+		return (call_sql('create_topic', $name, named(fifo => \&boolean, tags => \&jsonb_obj)), rand() < 0.3);
+	},
+	drop_topic => sub {
+		my $name = rand() < 0.5 ? lit(pick(@scratch_topics)) : topic_name();
+		my $scratch = $name =~ /^'fz_t\d'$/;
+		return (call_sql('drop_topic', $name, named(if_exists => \&boolean)), !$scratch);
+	},
+	subscribe => sub {
+		return (call_sql('subscribe', topic_name(), queue_name(),
+			named(filter_tags => \&tags, binding_keys => sub { array_of(\&routing_key, 'text') },
+				filter_policy => \&policy)), rand() < 0.5);
+	},
+	unsubscribe => sub { return (call_sql('unsubscribe', topic_name(), queue_name()), 1); },
+	publish => sub {
+		my $body = rand() < 0.8 ? body_text() : body_jsonb();
+		return ("SELECT * FROM queue.publish(" . join(', ', topic_name(), $body,
+			named(tags => \&tags, routing_key => \&routing_key, attributes => \&jsonb_obj,
+				message_group_id => \&token, deduplication_id => \&token, delay => \&interval)) . ")",
+			rand() < 0.5);
+	},
+	publish_batch => sub {
+		return ("SELECT * FROM queue.publish_batch(" . join(', ', topic_name(), array_of(\&body_text, 'text'),
+			named(tags => \&tags, routing_keys => sub { array_of(\&routing_key, 'text') },
+				attributes => sub { array_of(\&jsonb_obj, 'jsonb') },
+				message_group_ids => sub { array_of(\&token, 'text') },
+				deduplication_ids => sub { array_of(\&token, 'text') })) . ")", rand() < 0.5);
+	},
+	grant_topic => sub { return (call_sql('grant_topic', topic_name(), role_name(), topic_privileges()), 1); },
+	revoke_topic => sub { return (call_sql('revoke_topic', topic_name(), role_name(), topic_privileges()), 1); },
+	topics => sub { return ("SELECT * FROM queue.topics, queue.subscriptions", 0); },
 );
 # Sends and receives more often, so the queues hold messages and receipts.
 my @weighted = ((sort keys %calls), qw(send send send_batch receive receive receive delete

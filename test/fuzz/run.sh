@@ -108,6 +108,15 @@ SELECT queue.create('fz_fifo_dlq', fifo => true);
 SELECT queue.create('fz_fifo_src', fifo => true, dead_letter_queue => 'fz_fifo_dlq', max_receive_count => 1,
 	visibility_timeout => '0', deduplication_scope => 'message_group');
 SELECT queue.grant('fz_std', 'fz_role', '{send, receive}');
+SELECT queue.create_topic('fz_topic');
+SELECT queue.create_topic('fz_topic_fifo', fifo => true);
+SELECT queue.subscribe('fz_topic', 'fz_std');
+SELECT queue.subscribe('fz_topic', 'fz_small', filter_tags => '{a}');
+SELECT queue.subscribe('fz_topic', 'fz_src', binding_keys => '{a.*, #.b}',
+					   filter_policy => '{"k": ["v", {"numeric": [">", 0]}], "$or": [{"a": [{"exists": true}]}, {"b": [{"prefix": "x"}]}]}');
+SELECT queue.subscribe('fz_topic_fifo', 'fz_fifo');
+SELECT queue.subscribe('fz_topic_fifo', 'fz_fifo_src');
+SELECT queue.grant_topic('fz_topic', 'fz_role', '{publish}');
 SELECT queue.grant('fz_fifo', 'fz_role', '{receive}');
 SELECT queue.grant('fz_dlq', 'fz_role', '{manage}');
 SELECT queue.grant('fz_small', 'public', '{send}');
