@@ -214,6 +214,18 @@ SELECT message_id, body, receive_count, left(receipt, 12) || '...' AS receipt
 \echo '-- delete it with its receipt'
 SELECT queue.delete('demo', receipt) AS deleted FROM got;
 
+\echo '-- a topic: one publish, a copy in every subscribed queue whose filters match'
+SELECT queue.create_topic('demo_orders') AS topic_id;
+SELECT queue.create('demo_eu') AS queue_id;
+SELECT queue.purge('demo_eu') AS purged;
+SELECT queue.subscribe('demo_orders', 'demo') AS subscription_id;
+SELECT queue.subscribe('demo_orders', 'demo_eu', filter_tags => '{eu}') AS subscription_id;
+SELECT delivered FROM queue.publish('demo_orders', 'order 43 (us)', tags => '{us}');
+SELECT delivered FROM queue.publish('demo_orders', 'order 44 (eu)', tags => '{eu}');
+SELECT queue_name, body FROM queue.queues q, LATERAL queue.peek(q.queue_name) m
+ WHERE q.queue_name IN ('demo', 'demo_eu') ORDER BY 1, m.message_id;
+SELECT queue.purge('demo') AS purged;
+
 \echo '-- queue.stats'
 \x on
 SELECT * FROM queue.stats WHERE queue_name = 'demo';
