@@ -254,6 +254,7 @@ extern bool queue_preloaded;
 
 /* stats.c: per-queue counters, flushed to shared memory at commit */
 extern void queue_count(int64 queue_id, int counter, int64 n);
+extern void queue_count_only(int64 key, int counter, int64 n);
 extern void queue_note_wakeup(int64 queue_id);
 extern void queue_rehome_counters(int n);
 extern void queue_reset_counters(int64 queue_id);

@@ -501,6 +501,16 @@ queue_note_wakeup(int64 queue_id)
 	pending_entry(queue_id)->wake_on_commit = true;
 }
 
+/*
+ * A count that wakes no one at commit: the topics' counters (topic.c), kept
+ * in the queues' table under keys no queue has.
+ */
+void
+queue_count_only(int64 key, int counter, int64 n)
+{
+	pending_entry(key)->c[counter] += n;
+}
+
 /* queue._reset_counters(queue_id, dropped), for queue.create and drop. */
 Datum
 queue_reset_counters_sql(PG_FUNCTION_ARGS)

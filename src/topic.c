@@ -507,7 +507,7 @@ deliver(TopicMeta *t, int n, TopicMessage *pubs, bool has_delay, int64 delay)
 		queue_send_entries(q, &b, has_delay ? delay : q->delay, true, ids, dup);
 		for (int k = 0; k < b.n; k++)
 			pubs[which[k]].delivered++;
-		queue_count(DELIVERY_COUNTER_KEY(sub->id), QC_SENT, b.n);
+		queue_count_only(DELIVERY_COUNTER_KEY(sub->id), QC_SENT, b.n);
 	}
 }
 
@@ -554,7 +554,7 @@ publish(TopicMeta *t, int n, TopicMessage *pubs, bool has_delay, int64 delay,
 		if (!pubs[i].duplicate)
 			npublished++;
 	if (npublished > 0)
-		queue_count(TOPIC_COUNTER_KEY(t->id), QC_SENT, npublished);
+		queue_count_only(TOPIC_COUNTER_KEY(t->id), QC_SENT, npublished);
 }
 
 /* A published body as text: not empty (the queues check their size). */

@@ -84,6 +84,26 @@ cmp_ok($elapsed, '<', 5, 'well before its 15 s wait ends')
   or diag "returned ${elapsed}s after the send";
 note sprintf('send + commit to return: %.1f ms', $elapsed * 1000);
 
+# A publish to a topic wakes a receive waiting on a subscribed queue, as a
+# send does; a publish whose filters skip the queue does not.
+$node->safe_psql('postgres', q(
+SELECT queue.create_topic('lp_topic');
+SELECT queue.subscribe('lp_topic', 'lp', filter_tags => '{lp}');
+SELECT queue.subscribe('lp_topic', 'other');
+));
+bg_start("SELECT body FROM queue.receive('lp', wait => '15 s')");
+ok(wait_until_waiting($bgpid), 'waiting for a publish');
+$node->safe_psql('postgres', "SELECT queue.publish('lp_topic', 'not for lp', tags => '{x}')");
+ok(wait_until_waiting($bgpid), 'still waiting after a publish that skips lp');
+$t0 = time;
+$node->safe_psql('postgres', "SELECT queue.publish('lp_topic', 'published', tags => '{lp}')");
+$out = bg_finish(qr/\n/);
+$elapsed = time - $t0;
+is($out, "published\n", 'a publish wakes a receive waiting on a subscribed queue');
+cmp_ok($elapsed, '<', 5, 'well before its 15 s wait ends')
+  or diag "returned ${elapsed}s after the publish";
+$node->safe_psql('postgres', "SELECT queue.drop_topic('lp_topic'); SELECT queue.purge('other')");
+
 # A wait that finds nothing returns nothing at its deadline.
 $t0 = time;
 is($bg->query_safe("SELECT count(*) FROM queue.receive('lp', wait => '1 s')"),
