@@ -217,7 +217,46 @@ extern bool queue_tags_match(const Datum *filter, int nfilter, const Datum *tags
 extern bool queue_binding_match(const char *binding, const char *routing_key);
 extern bool queue_policy_match(Jsonb *policy, Jsonb *attributes);
 
-/* topic.c */
+/* topic_catalog.c: what a backend knows of topics (topic.c publishes) */
+#define QUEUE_TOPIC_DEDUP_WINDOW	(INT64CONST(5) * USECS_PER_MINUTE)	/* SNS FIFO's */
+
+/*
+ * Topic counters live with the queues' (stats.c) under keys no queue has:
+ * queue ids are positive.  QC_SENT counts publishes of a topic and
+ * deliveries of a subscription.
+ */
+#define QUEUE_TOPIC_COUNTER_KEY(topic_id)	(-(topic_id))
+#define QUEUE_DELIVERY_COUNTER_KEY(sub_id)	(-(INT64CONST(1) << 40) - (sub_id))
+
+typedef struct TopicSub
+{
+	int64		id;
+	int64		queue_id;
+	text	   *queue_name;
+	Oid			owner;			/* who subscribed: needs send on the queue */
+	int			ntags;			/* filter_tags, -1 when unset */
+	Datum	   *tags;
+	int			nkeys;			/* binding_keys, -1 when unset */
+	char	  **keys;
+	Jsonb	   *policy;			/* filter_policy or NULL */
+} TopicSub;
+
+typedef struct TopicMeta
+{
+	char		name[QUEUE_NAME_MAX + 1];	/* hash key */
+	bool		valid;
+	int64		id;
+	Oid			relid;			/* queue_data.t<id> */
+	bool		fifo;
+	MemoryContext cxt;			/* subs and plans */
+	int			nsubs;
+	TopicSub   *subs;
+	SPIPlanPtr	claim;
+	SPIPlanPtr	original;
+} TopicMeta;
+
+extern TopicMeta *queue_topic_lookup(text *name);
+extern bool queue_topic_role_holds(int64 topic_id, Oid role, AclMode mode);
 extern void queue_topic_sweep(void);
 extern void queue_topic_sweep_now(void);
 
