@@ -198,8 +198,13 @@ load_topic(TopicMeta *t, text *name)
 	snprintf(relname, sizeof(relname), "queue_data.t" INT64_FORMAT, t->id);
 	{
 		Oid			ctypes[4] = {TEXTOID, INT8OID, TIMESTAMPTZOID, INTERVALOID};
-		MemoryContext old = MemoryContextSwitchTo(t->cxt);
 
+		/* Kept plans live outside t->cxt: free those of the last load. */
+		if (t->claim != NULL)
+			SPI_freeplan(t->claim);
+		if (t->original != NULL)
+			SPI_freeplan(t->original);
+		t->claim = t->original = NULL;
 		t->claim = keep_plan(psprintf("INSERT INTO %s AS d (deduplication_id, message_id, accepted_at)"
 									  " VALUES ($1, $2, $3)"
 									  " ON CONFLICT (deduplication_id) DO UPDATE"
@@ -208,7 +213,6 @@ load_topic(TopicMeta *t, text *name)
 									  " RETURNING message_id", relname), 4, ctypes);
 		t->original = keep_plan(psprintf("SELECT message_id FROM %s WHERE deduplication_id = $1",
 										 relname), 1, ctypes);
-		MemoryContextSwitchTo(old);
 	}
 	return true;
 }
@@ -248,6 +252,7 @@ queue_topic_lookup(text *name)
 	if (!found)
 	{
 		t->cxt = NULL;
+		t->claim = t->original = NULL;
 		t->valid = false;
 	}
 	if (t->valid)
