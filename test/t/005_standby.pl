@@ -21,6 +21,9 @@ $primary->safe_psql(
 CREATE EXTENSION queue;
 SELECT queue.create('sb');
 SELECT queue.send('sb', 'from primary');
+SELECT queue.create('sb_topic_q');
+SELECT queue.create_topic('sb_topic');
+SELECT queue.subscribe('sb_topic', 'sb_topic_q');
 ));
 ok( $primary->poll_query_until(
 		'postgres',
@@ -60,6 +63,10 @@ like(standby_error("SELECT * FROM queue.send('sb', 'x')"),
 	qr/ERROR:  25006: /, 'send on the standby: 25006');
 like(standby_error("SELECT * FROM queue.receive('sb')"),
 	qr/ERROR:  25006: /, 'receive on the standby: 25006');
+like(standby_error("SELECT * FROM queue.publish('sb_topic', 'x')"),
+	qr/ERROR:  25006: /, 'publish on the standby: 25006');
+is($standby->safe_psql('postgres', "SELECT topic_name || ' ' || queue_name FROM queue.subscriptions"),
+	'sb_topic sb_topic_q', 'the standby shows the topics and subscriptions');
 like(standby_error("SELECT * FROM queue.receive('sb', wait => '5 s')"),
 	qr/ERROR:  25006: /, 'a waiting receive on the standby: 25006, not a wait');
 unlike(slurp_file($standby->logfile), qr/background worker "queue/,
@@ -85,6 +92,8 @@ is( $standby->safe_psql(
 	),
 	'from primary,streamed,after promotion',
 	'promoted: send and receive work');
+is($standby->safe_psql('postgres', "SELECT delivered FROM queue.publish('sb_topic', 'after promotion')"),
+	'1', 'promoted: publish delivers');
 
 $standby->stop;
 $primary->stop;
