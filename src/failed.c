@@ -19,15 +19,16 @@
  * back after the queue's retry_delay (or the delay set below).
  */
 void
-queue_note_received(QueueMeta *q, int n, const int64 *ids)
+queue_note_received(QueueMeta *q, int n, const int64 *ids,
+					const int32 *receive_counts, int64 vt)
 {
 }
 
 /*
- * A consumer sets the delay after which the messages of a batch that fails
- * come back; -1 restores the queue's retry_delay.  Backend-local.
+ * A consumer chooses when the messages of a batch that fails come back
+ * (DESIGN.md "Consumers": exponential or fixed).  Backend-local.
  */
 void
-queue_set_failure_delay(int64 usecs)
+queue_set_retry(QueueRetry how)
 {
 }

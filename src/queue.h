@@ -261,8 +261,19 @@ extern void queue_topic_sweep(void);
 extern void queue_topic_sweep_now(void);
 
 /* failed.c: receives whose transaction rolls back still count */
-extern void queue_note_received(QueueMeta *q, int n, const int64 *ids);
-extern void queue_set_failure_delay(int64 usecs);
+typedef enum QueueRetry
+{
+	QUEUE_RETRY_QUEUE,			/* back after the queue's retry_delay */
+	QUEUE_RETRY_FIXED,			/* ... after the receive's visibility timeout */
+	QUEUE_RETRY_EXPONENTIAL		/* ... after 1, 2, 4 ... s, capped at that */
+} QueueRetry;
+
+extern void queue_note_received(QueueMeta *q, int n, const int64 *ids,
+								const int32 *receive_counts, int64 vt);
+extern void queue_set_retry(QueueRetry how);
+
+/* receive.c: a consumer's FIFO receive takes one group (consumer.c) */
+extern bool queue_receive_one_group;
 
 /* receipt.c */
 extern uint64 queue_receipt_nonce(void);

@@ -29,6 +29,12 @@
 PG_FUNCTION_INFO_V1(queue_receive);
 PG_FUNCTION_INFO_V1(queue_peek);
 
+/*
+ * Set by a consumer process (consumer.c): a FIFO receive takes messages of
+ * one group only, so each batch holds back one group at most.
+ */
+bool		queue_receive_one_group = false;
+
 /* Columns of the RETURNING / SELECT lists of plans.c, 1-based. */
 #define COL_MESSAGE_ID		1
 #define COL_BODY			2
