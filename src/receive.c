@@ -422,6 +422,8 @@ receive_try(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 								 nonce, max_messages - got->n, 1, got, &moved);
 		if (rows == 0 || got->n >= max_messages)
 			break;
+		if (queue_receive_one_group && got->n > 0)
+			break;
 		if (!group_by_group && moved == 0)
 			break;
 		CHECK_FOR_INTERRUPTS();
@@ -502,7 +504,7 @@ queue_receive(PG_FUNCTION_ARGS)
 	 * a receive takes one group per statement, so it never holds groups it
 	 * delivered nothing from while the caller works.
 	 */
-	group_by_group = q->fifo && IsTransactionBlock();
+	group_by_group = q->fifo && (IsTransactionBlock() || queue_receive_one_group);
 
 	nonce = queue_receipt_nonce();
 	for (;;)
