@@ -196,7 +196,9 @@ load_entry(CacheEntry *e, text *name)
 						   " deduplication_scope = 'message_group',"
 						   " coalesce(max_receive_count, 0), dead_letter_queue,"
 						   " (SELECT d.queue_name FROM queue._queues d"
-						   "  WHERE d.queue_id = r.dead_letter_queue)"
+						   "  WHERE d.queue_id = r.dead_letter_queue),"
+		/* 1.3's column, read so that a database still at 1.2 works too */
+						   " coalesce((to_jsonb(r) ->> 'retry_delay')::interval, '0')"
 						   " FROM queue._queues r WHERE queue_name = $1",
 						   1, argtypes);
 		if (plan == NULL)
@@ -246,6 +248,7 @@ load_entry(CacheEntry *e, text *name)
 
 		strlcpy(e->meta.dlq_name, n, sizeof(e->meta.dlq_name));
 	}
+	e->meta.retry_delay = interval_usecs(SPI_getbinval(tup, desc, 14, &isnull));
 	e->meta.group_relid = InvalidOid;
 	e->meta.group_pkey = InvalidOid;
 	e->meta.msg_group_idx = InvalidOid;

@@ -171,8 +171,8 @@ queue_dead_letter_sweep(QueueMeta *q, TimestampTz since, TimestampTz now)
 	return queue_dead_letter(q, n, ids, groups);
 }
 
-/* The name of a queue by id, or NULL if it is gone. */
-static char *
+/* The name of a queue by id, or NULL if it is gone (SPI connected). */
+char *
 queue_name_of(int64 id)
 {
 	Oid			type = INT8OID;

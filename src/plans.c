@@ -401,6 +401,44 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"  $5, body FROM mv ORDER BY message_id",
 		5, {INT8ARRAYOID, TIMESTAMPTZOID, TEXTOID, BOOLOID, INT8OID}
 	},
+
+	/*
+	 * Rolled-back receives counted (failed.c): $1 message ids, $2 receives
+	 * to add, $3 not visible before, $4 now.  Rows someone holds are
+	 * skipped (their entries wait for a later try); on a FIFO queue so are
+	 * messages of groups someone holds, and the groups written are locked
+	 * for the caller's group refresh.
+	 */
+	[QP_FAILED_APPLY] = {
+		"UPDATE {q} m SET receive_count = m.receive_count + f.n,"
+		" visible_at = greatest(m.visible_at, f.not_before),"
+		" first_received_at = coalesce(m.first_received_at, $4)"
+		" FROM unnest($1, $2, $3) AS f(id, n, not_before)"
+		" WHERE m.message_id = f.id AND m.message_id = ANY (ARRAY("
+		"  SELECT message_id FROM {q} WHERE message_id = ANY ($1)"
+		"  FOR UPDATE SKIP LOCKED))"
+		" RETURNING m.message_id, m.receive_count, m.message_group_id",
+		4, {INT8ARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID}
+	},
+	[QP_FAILED_APPLY_FIFO] = {
+		"UPDATE {q} m SET receive_count = m.receive_count + f.n,"
+		" visible_at = greatest(m.visible_at, f.not_before),"
+		" first_received_at = coalesce(m.first_received_at, $4)"
+		" FROM unnest($1, $2, $3) AS f(id, n, not_before)"
+		" WHERE m.message_id = f.id AND m.message_group_id = ANY (ARRAY("
+		"  SELECT message_group_id FROM {g} WHERE message_group_id = ANY (ARRAY("
+		"   SELECT message_group_id FROM {q} WHERE message_id = ANY ($1)))"
+		"  ORDER BY message_group_id FOR UPDATE SKIP LOCKED))"
+		" AND m.message_id = ANY (ARRAY("
+		"  SELECT message_id FROM {q} WHERE message_id = ANY ($1)"
+		"  FOR UPDATE SKIP LOCKED))"
+		" RETURNING m.message_id, m.receive_count, m.message_group_id",
+		4, {INT8ARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID}
+	},
+	[QP_FAILED_EXISTING] = {
+		"SELECT message_id FROM {q} WHERE message_id = ANY ($1)",
+		1, {INT8ARRAYOID}
+	},
 	[QP_NEXT_VISIBLE] = {
 		"SELECT visible_at FROM {q} WHERE visible_at > $1"
 		" ORDER BY visible_at LIMIT 1",

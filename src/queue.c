@@ -67,6 +67,7 @@ _PG_init(void)
 							 false,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
+	queue_failed_init();
 	MarkGUCPrefixReserved("queue");
 
 	queue_catalog_init();

@@ -65,6 +65,9 @@ typedef enum QueuePlanKind
 	QP_FIFO_RECEIVE_DLQ,
 	QP_FIFO_RECEIVE_DLQ_MORE,	/* ... the rest of groups whose head moved */
 	QP_MOVE_TO_DLQ,				/* {L}: the dead-letter queue's table */
+	QP_FAILED_APPLY,			/* rolled-back receives counted (failed.c) */
+	QP_FAILED_APPLY_FIFO,
+	QP_FAILED_EXISTING,
 	QP_NUM_PLANS
 } QueuePlanKind;
 
@@ -99,6 +102,7 @@ typedef struct QueueMeta
 	int32		max_receive_count;	/* 0: no dead-letter queue */
 	int64		dlq_id;
 	char		dlq_name[QUEUE_NAME_MAX + 1];
+	int64		retry_delay;	/* after a rolled-back receive (failed.c) */
 	SPIPlanPtr	plans[QP_NUM_PLANS];
 	/* FIFO queues, looked up when first needed (group_rows.c) */
 	Oid			group_relid;	/* queue_data.g<id> */
@@ -152,6 +156,7 @@ extern uint64 queue_dead_letter(QueueMeta *q, int n, const int64 *ids,
 								Datum *groups);
 extern uint64 queue_dead_letter_sweep(QueueMeta *q, TimestampTz since,
 									  TimestampTz now);
+extern char *queue_name_of(int64 id);
 
 /* vacuum.c */
 extern void queue_vacuum_if_churned(int64 queue_id, bool fifo, int64 g_blocks,
@@ -271,6 +276,13 @@ typedef enum QueueRetry
 extern void queue_note_received(QueueMeta *q, int n, const int64 *ids,
 								const int32 *receive_counts, int64 vt);
 extern void queue_set_retry(QueueRetry how);
+extern int	queue_max_failed_receives;
+extern int	queue_failed_apply(QueueMeta *q);
+extern void queue_failed_apply_all(MemoryContext cxt);
+extern void queue_failed_forget_queue(int64 queue_id);
+extern void queue_failed_prepare_gid(const char *gid);
+extern void queue_failed_finish_prepared(const char *gid, bool commit);
+extern void queue_failed_init(void);
 
 /* receive.c: a consumer's FIFO receive takes one group (consumer.c) */
 extern bool queue_receive_one_group;
@@ -356,6 +368,7 @@ typedef struct QueueDbSlot
 	bool		wanted;			/* CREATE EXTENSION asked for a worker */
 	TimestampTz stop_requested; /* DROP DATABASE asked it to leave, or 0 */
 	char		prepared_gid[GIDSIZE];	/* wanted once this GID commits */
+	Latch	   *latch;			/* its worker's, to wake it (failed.c) */
 } QueueDbSlot;
 
 /*

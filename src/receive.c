@@ -305,6 +305,8 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	SPITupleTable *tt;
 	uint64		nrows;
 	int			rc;
+	int32	   *counts;
+	int			ncounted = 0;
 
 	args[0] = TimestampTzGetDatum(now);
 	args[1] = TimestampTzGetDatum(now + vt);
@@ -331,6 +333,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 		elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
 	tt = SPI_tuptable;
 	nrows = SPI_processed;
+	counts = palloc(Max(nrows, 1) * sizeof(int32));
 	if (kind == QP_FIFO_RECEIVE)
 		order_fifo_rows(tt, nrows);
 	*moved = 0;
@@ -370,8 +373,14 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 													   COL_MESSAGE_ID, &isnull));
 		got->visible_ats[got->n] = SPI_getbinval(tt->vals[r], tt->tupdesc,
 												 COL_VISIBLE_AT, &isnull);
+		counts[ncounted++] = DatumGetInt32(SPI_getbinval(tt->vals[r], tt->tupdesc,
+														 COL_RECEIVE_COUNT, &isnull));
 		got->n++;
 	}
+
+	/* If this (sub)transaction rolls back, these receives still count. */
+	queue_note_received(q, ncounted, got->ids + got->n - ncounted, counts,
+						DatumGetTimestampTz(args[1]) - DatumGetTimestampTz(args[0]));
 
 	/* Messages received too often go to the dead-letter queue instead. */
 	if (q->max_receive_count > 0)
@@ -478,6 +487,13 @@ queue_receive(PG_FUNCTION_ARGS)
 				 errhint("Receive with wait => '0', or in a READ COMMITTED transaction.")));
 
 	queue_receive_begins();
+
+	/*
+	 * Receives of this queue that rolled back are counted first (failed.c),
+	 * so their messages show the count and keep their retry delay.
+	 */
+	(void) queue_failed_apply(q);
+
 	now = GetCurrentTimestamp();
 	if (attempt != NULL && replay_attempt(rsinfo, q, attempt, now))
 	{

@@ -354,6 +354,7 @@ queue_utility_hook(PlannedStmt *pstmt, const char *queryString,
 		{
 			queue_prepare_gid(ts->gid);
 			queue_register_prepare_gid(ts->gid);
+			queue_failed_prepare_gid(ts->gid);
 		}
 		else if (ts->kind == TRANS_STMT_COMMIT_PREPARED ||
 				 ts->kind == TRANS_STMT_ROLLBACK_PREPARED)
@@ -392,6 +393,7 @@ queue_utility_hook(PlannedStmt *pstmt, const char *queryString,
 	{
 		queue_finish_prepared(finish_gid, finish_commit);
 		queue_register_finish_prepared(finish_gid, finish_commit);
+		queue_failed_finish_prepared(finish_gid, finish_commit);
 	}
 }
 
@@ -413,7 +415,10 @@ worker_exit(int code, Datum arg)
 		QueueDbSlot *s = queue_db_slot(dbid, false);
 
 		if (s != NULL && s->pid == MyProcPid)
+		{
 			s->pid = 0;
+			s->latch = NULL;
+		}
 	}
 	LWLockRelease(queue_shared->lock);
 }
@@ -443,6 +448,7 @@ queue_worker_main(Datum arg)
 		if (s != NULL)
 		{
 			s->pid = MyProcPid;
+			s->latch = MyLatch;
 			s->no_extension = false;
 		}
 	}
@@ -516,11 +522,15 @@ queue_worker_main(Datum arg)
 				{
 					s->no_extension = true;
 					s->pid = 0;
+					s->latch = NULL;
 				}
 			}
 			LWLockRelease(queue_shared->lock);
 			proc_exit(0);
 		}
+
+		/* Rolled-back receives first: a rollback woke us for them. */
+		queue_failed_apply_all(pass_cxt);
 
 		hash_seq_init(&status, swept);
 		while ((sq = hash_seq_search(&status)) != NULL)
