@@ -63,6 +63,14 @@ int			queue_max_failed_receives = 10000;
 /* At most this many entries of one queue are written by one statement. */
 #define APPLY_BATCH		1000
 
+/*
+ * The worker leaves an entry this long to the queue's receives, which
+ * write it first thing: a consumer retrying at once finds its count
+ * there, and a receive seldom meets the worker at a row.  (They may meet:
+ * then each skips what the other holds, and no count is lost or doubled.)
+ */
+#define WORKER_GRACE	(100 * 1000)	/* microseconds */
+
 typedef struct FailedKey
 {
 	Oid			dbid;
@@ -77,7 +85,9 @@ typedef struct FailedEntry
 	int32		n;				/* receives to add */
 	int64		delay;			/* for a prepared one: delay at its rollback */
 	TimestampTz not_before;		/* visible no sooner than this */
+	TimestampTz noted_at;		/* its latest rollback */
 	int			claimer;		/* pid writing it now, or 0 */
+	bool		by_worker;		/* ... the database's queue worker */
 } FailedEntry;
 
 /* How many entries a queue has, so a receive can ask cheaply. */
@@ -122,6 +132,7 @@ typedef struct Noted
 typedef struct Claimed
 {
 	FailedKey	key;
+	int32		n;				/* the receives written: a rollback meanwhile adds more */
 	bool		done;			/* written: goes at commit */
 	SubTransactionId subid;
 } Claimed;
@@ -134,6 +145,8 @@ static int	nclaimed = 0;
 static int	maxclaimed = 0;
 
 static QueueRetry retry_policy = QUEUE_RETRY_QUEUE;
+static bool applying_as_worker = false;	/* in queue_failed_apply_all */
+static TimestampTz worker_next_due = 0; /* ... when a young entry ages */
 static char prepare_gid[GIDSIZE];
 
 static void *
@@ -314,9 +327,11 @@ add_entry(const FailedKey *key, int32 n, int64 delay, TimestampTz not_before)
 		e->delay = delay;
 		e->not_before = not_before;
 		e->claimer = 0;
+		e->by_worker = false;
 		count_entry(key, 1);
 	}
 	e->n += n;
+	e->noted_at = GetCurrentTimestamp();
 	e->delay = Max(e->delay, delay);
 	e->not_before = Max(e->not_before, not_before);
 }
@@ -429,24 +444,23 @@ end_claims(SubTransactionId subid, bool committed, uint32 gid_hash)
 		e = hash_search(failed_entries, &c->key, HASH_FIND, NULL);
 		if (e == NULL || e->claimer != MyProcPid)
 			continue;
+		e->claimer = 0;
 		if (committed && c->done)
 		{
+			FailedKey	key = e->key;
+			int64		delay = e->delay;
+
+			/* What rolled back since the claim stays for a later write. */
+			e->n -= c->n;
+			if (e->n <= 0)
+				remove_entry(e);
 			if (gid_hash != 0)
 			{
 				/* written by a prepared transaction: back if it rolls back */
-				FailedKey	key = e->key;
-				int32		n = e->n;
-				int64		delay = e->delay;
-
-				remove_entry(e);
 				key.gid_hash = gid_hash;
-				add_entry(&key, n, delay, 0);
+				add_entry(&key, c->n, delay, 0);
 			}
-			else
-				remove_entry(e);
 		}
-		else
-			e->claimer = 0;
 	}
 	LWLockRelease(failed_shared->lock);
 	nclaimed = kept;
@@ -591,37 +605,76 @@ has_entries(int64 queue_id)
 	return found;
 }
 
-/* Claim up to APPLY_BATCH free entries of q; returns how many. */
+/*
+ * The entries of q to write: up to APPLY_BATCH free ones (ids), and those
+ * the worker is writing now (busy).  Returns how many free ones.
+ */
 static int
-claim_entries(int64 queue_id, int64 *ids, int32 *ns, Datum *not_befores)
+list_entries(int64 queue_id, int64 *ids, int64 *busy, int *nbusy)
 {
 	HASH_SEQ_STATUS status;
 	FailedEntry *e;
 	int			n = 0;
-	SubTransactionId subid = GetCurrentSubTransactionId();
+	TimestampTz young = GetCurrentTimestamp() - WORKER_GRACE;
 
-	LWLockAcquire(failed_shared->lock, LW_EXCLUSIVE);
+	*nbusy = 0;
+	LWLockAcquire(failed_shared->lock, LW_SHARED);
 	hash_seq_init(&status, failed_entries);
 	while ((e = hash_seq_search(&status)) != NULL)
 	{
 		if (e->key.dbid != MyDatabaseId || e->key.queue_id != queue_id ||
-			e->key.gid_hash != 0 || e->claimer != 0)
+			e->key.gid_hash != 0)
 			continue;
+		if (e->claimer == 0 && applying_as_worker && e->noted_at > young)
+		{
+			TimestampTz due = e->noted_at + WORKER_GRACE;
+
+			if (worker_next_due == 0 || due < worker_next_due)
+				worker_next_due = due;
+		}
+		else if (e->claimer == 0 && n < APPLY_BATCH)
+			ids[n++] = e->key.message_id;
+		else if (e->claimer != 0 && e->by_worker && *nbusy < APPLY_BATCH)
+			busy[(*nbusy)++] = e->key.message_id;
+	}
+	LWLockRelease(failed_shared->lock);
+	return n;
+}
+
+/*
+ * Claim the entries of the given messages (whose rows the caller locked)
+ * that are still there and free; their receives and delays go to ns and
+ * not_befores, ids keeps the claimed ones.  Returns how many.
+ */
+static int
+claim_entries(int64 queue_id, int64 *ids, int nids, int32 *ns, Datum *not_befores)
+{
+	int			n = 0;
+	SubTransactionId subid = GetCurrentSubTransactionId();
+
+	LWLockAcquire(failed_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < nids; i++)
+	{
+		FailedKey	key;
+		FailedEntry *e;
+
+		make_key(&key, MyDatabaseId, 0, queue_id, ids[i]);
+		e = hash_search(failed_entries, &key, HASH_FIND, NULL);
+		if (e == NULL || e->claimer != 0)
+			continue;			/* written meanwhile */
 		if (nclaimed == maxclaimed)
 			claimed = grow(claimed, &maxclaimed, sizeof(Claimed));
 		e->claimer = MyProcPid;
+		e->by_worker = applying_as_worker;
 		claimed[nclaimed].key = e->key;
+		claimed[nclaimed].n = e->n;
 		claimed[nclaimed].done = false;
 		claimed[nclaimed].subid = subid;
 		nclaimed++;
-		ids[n] = e->key.message_id;
+		ids[n] = ids[i];
 		ns[n] = e->n;
 		not_befores[n] = TimestampTzGetDatum(e->not_before);
-		if (++n == APPLY_BATCH)
-		{
-			hash_seq_term(&status);
-			break;
-		}
+		n++;
 	}
 	LWLockRelease(failed_shared->lock);
 	return n;
@@ -640,19 +693,80 @@ claim_done(int64 queue_id, int64 message_id)
 		}
 }
 
+/* Run a statement of plans.c over message ids; its rows are in SPI_tuptable. */
+static uint64
+run_over_ids(QueueMeta *q, QueuePlanKind kind, int n, const int64 *ids)
+{
+	Datum		arg = queue_int8_array(n, ids);
+	int			rc = SPI_execute_plan(queue_plan(q, kind), &arg, NULL, false, 0);
+
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "counting rolled-back receives failed: %s", SPI_result_code_string(rc));
+	return SPI_processed;
+}
+
+static int64
+int64_col(uint64 r, int col)
+{
+	bool		isnull;
+
+	return DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc, col, &isnull));
+}
+
+/*
+ * Entries of messages that are gone (deleted, expired, moved) are claimed
+ * and marked written: they go when the worker's transaction commits.
+ */
+static void
+drop_gone(QueueMeta *q, int n, const int64 *ids)
+{
+	bool	   *exists = palloc0(n * sizeof(bool));
+	int64	   *gone = palloc(n * sizeof(int64));
+	int			ngone = 0;
+	int32	   *ns = palloc(n * sizeof(int32));
+	Datum	   *nb = palloc(n * sizeof(Datum));
+	uint64		rows = run_over_ids(q, QP_FAILED_EXISTING, n, ids);
+
+	for (uint64 r = 0; r < rows; r++)
+	{
+		int64		id = int64_col(r, 1);
+
+		for (int i = 0; i < n; i++)
+			if (ids[i] == id)
+				exists[i] = true;
+	}
+	for (int i = 0; i < n; i++)
+		if (!exists[i])
+			gone[ngone++] = ids[i];
+	ngone = claim_entries(q->id, gone, ngone, ns, nb);
+	for (int i = 0; i < ngone; i++)
+		claim_done(q->id, gone[i]);
+}
+
 /*
  * Write the rolled-back receives of q into its messages, in the current
- * transaction (SPI connected, as the tables' owner).  Rows someone holds
- * are left for later; entries of messages that are gone go at commit.
- * Returns how many messages were written.
+ * transaction (SPI connected, as the tables' owner).  Returns how many
+ * messages were written.
+ *
+ * Rows are locked before their entries are claimed, so a claimed entry's
+ * row is always held by its claimer: a receive that finds a message's
+ * entry free and its row held skips the message (SKIP LOCKED), as it
+ * would any message someone holds, and never delivers it with a count
+ * not yet written.  Rows someone holds are left for a later try.  When the
+ * worker is writing some of q's entries, a receive waits for it (a short
+ * transaction of its own) and then sees their counts.
  */
 int
 queue_failed_apply(QueueMeta *q)
 {
 	int64	   *ids;
+	int64	   *busy;
+	int			nbusy;
 	int32	   *ns;
 	Datum	   *not_befores;
+	int			ncand;
 	int			n;
+	int			nlocked;
 	int			rc;
 	Datum		args[4];
 	SPITupleTable *tt;
@@ -667,9 +781,46 @@ queue_failed_apply(QueueMeta *q)
 	if (!has_entries(q->id))
 		return 0;
 	ids = palloc(APPLY_BATCH * sizeof(int64));
-	ns = palloc(APPLY_BATCH * sizeof(int32));
-	not_befores = palloc(APPLY_BATCH * sizeof(Datum));
-	n = claim_entries(q->id, ids, ns, not_befores);
+	busy = palloc(APPLY_BATCH * sizeof(int64));
+	ncand = list_entries(q->id, ids, busy, &nbusy);
+	if (nbusy > 0 && !applying_as_worker)
+	{
+		(void) run_over_ids(q, q->fifo ? QP_FAILED_WAIT_FIFO : QP_FAILED_WAIT,
+							nbusy, busy);
+		ncand = list_entries(q->id, ids, busy, &nbusy);
+	}
+	if (ncand == 0)
+		return 0;
+
+	/* Lock what nobody holds (on a FIFO queue, groups first), then claim. */
+	nrows = run_over_ids(q, q->fifo ? QP_FAILED_LOCK_FIFO : QP_FAILED_LOCK, ncand, ids);
+	{
+		int64	   *locked = palloc(Max(nrows, 1) * sizeof(int64));
+
+		nlocked = (int) nrows;
+		for (uint64 r = 0; r < nrows; r++)
+			locked[r] = int64_col(r, 1);
+		if (applying_as_worker && nlocked < ncand)
+		{
+			int64	   *rest = palloc(ncand * sizeof(int64));
+			int			nrest = 0;
+
+			for (int i = 0; i < ncand; i++)
+			{
+				bool		got = false;
+
+				for (int k = 0; k < nlocked && !got; k++)
+					got = locked[k] == ids[i];
+				if (!got)
+					rest[nrest++] = ids[i];
+			}
+			drop_gone(q, nrest, rest);
+		}
+		ids = locked;
+	}
+	ns = palloc(Max(nlocked, 1) * sizeof(int32));
+	not_befores = palloc(Max(nlocked, 1) * sizeof(Datum));
+	n = claim_entries(q->id, ids, nlocked, ns, not_befores);
 	if (n == 0)
 		return 0;
 
@@ -684,8 +835,7 @@ queue_failed_apply(QueueMeta *q)
 	args[2] = PointerGetDatum(construct_array(not_befores, n, TIMESTAMPTZOID, 8,
 											  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
-	rc = SPI_execute_plan(queue_plan(q, q->fifo ? QP_FAILED_APPLY_FIFO : QP_FAILED_APPLY),
-						  args, NULL, false, 0);
+	rc = SPI_execute_plan(queue_plan(q, QP_FAILED_APPLY), args, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "counting rolled-back receives failed: %s", SPI_result_code_string(rc));
 	tt = SPI_tuptable;
@@ -698,7 +848,7 @@ queue_failed_apply(QueueMeta *q)
 	{
 		bool		isnull;
 		int64		id = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, 1, &isnull));
-		int32		rc_now = DatumGetInt32(SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &isnull));
+		int32		count = DatumGetInt32(SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &isnull));
 		Datum		g = SPI_getbinval(tt->vals[r], tt->tupdesc, 3, &isnull);
 		Datum		gcopy = isnull ? (Datum) 0 : PointerGetDatum(PG_DETOAST_DATUM_COPY(g));
 
@@ -707,65 +857,15 @@ queue_failed_apply(QueueMeta *q)
 			if (ids[i] == id)
 			{
 				received += ns[i];
-				ids[i] = 0;		/* written */
 				break;
 			}
 		if (gcopy != (Datum) 0)
 			groups[ngroups++] = gcopy;
-		if (q->max_receive_count > 0 && rc_now >= q->max_receive_count)
+		if (q->max_receive_count > 0 && count >= q->max_receive_count)
 		{
 			dlq_ids[ndlq] = id;
 			dlq_groups[ndlq] = gcopy;
 			ndlq++;
-		}
-	}
-
-	/*
-	 * Claims not written: a message that is gone takes its entry with it
-	 * at commit; one someone holds is free again for a later try.
-	 */
-	{
-		int64	   *rest = palloc(n * sizeof(int64));
-		int			nrest = 0;
-
-		for (int i = 0; i < n; i++)
-			if (ids[i] != 0)
-				rest[nrest++] = ids[i];
-		if (nrest > 0)
-		{
-			Datum		arg = queue_int8_array(nrest, rest);
-			bool	   *exists = palloc0(nrest * sizeof(bool));
-
-			rc = SPI_execute_plan(queue_plan(q, QP_FAILED_EXISTING), &arg, NULL, false, 0);
-			if (rc != SPI_OK_SELECT)
-				elog(ERROR, "counting rolled-back receives failed: %s", SPI_result_code_string(rc));
-			for (uint64 r = 0; r < SPI_processed; r++)
-			{
-				bool		isnull;
-				int64		id = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[r],
-															 SPI_tuptable->tupdesc, 1, &isnull));
-
-				for (int i = 0; i < nrest; i++)
-					if (rest[i] == id)
-						exists[i] = true;
-			}
-			LWLockAcquire(failed_shared->lock, LW_EXCLUSIVE);
-			for (int i = 0; i < nrest; i++)
-			{
-				FailedKey	key;
-				FailedEntry *e;
-
-				if (!exists[i])
-				{
-					claim_done(q->id, rest[i]);
-					continue;
-				}
-				make_key(&key, MyDatabaseId, 0, q->id, rest[i]);
-				e = hash_search(failed_entries, &key, HASH_FIND, NULL);
-				if (e != NULL && e->claimer == MyProcPid)
-					e->claimer = 0;
-			}
-			LWLockRelease(failed_shared->lock);
 		}
 	}
 
@@ -786,9 +886,10 @@ queue_failed_apply(QueueMeta *q)
 /*
  * The worker's share: write every queue's entries of this database, each
  * queue in a transaction of its own (an error is logged and retried on a
- * later pass).  Entries of queues that are gone are dropped.
+ * later pass).  Entries of queues that are gone are dropped.  Returns when
+ * entries left because they were young are due, or 0.
  */
-void
+TimestampTz
 queue_failed_apply_all(MemoryContext cxt)
 {
 	HASH_SEQ_STATUS status;
@@ -798,7 +899,8 @@ queue_failed_apply_all(MemoryContext cxt)
 	int			maxqueues = 16;
 
 	if (failed_shared == NULL || pg_atomic_read_u32(&failed_shared->nentries) == 0)
-		return;
+		return 0;
+	worker_next_due = 0;
 	queue_ids = MemoryContextAlloc(cxt, maxqueues * sizeof(int64));
 	LWLockAcquire(failed_shared->lock, LW_SHARED);
 	hash_seq_init(&status, failed_queues);
@@ -815,6 +917,7 @@ queue_failed_apply_all(MemoryContext cxt)
 	}
 	LWLockRelease(failed_shared->lock);
 
+	applying_as_worker = true;
 	for (int i = 0; i < nqueues; i++)
 	{
 		PG_TRY();
@@ -842,6 +945,8 @@ queue_failed_apply_all(MemoryContext cxt)
 		}
 		PG_END_TRY();
 	}
+	applying_as_worker = false;
+	return worker_next_due;
 }
 
 /* Drop the entries of a queue that is gone. */

@@ -403,37 +403,47 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	},
 
 	/*
-	 * Rolled-back receives counted (failed.c): $1 message ids, $2 receives
-	 * to add, $3 not visible before, $4 now.  Rows someone holds are
-	 * skipped (their entries wait for a later try); on a FIFO queue so are
-	 * messages of groups someone holds, and the groups written are locked
-	 * for the caller's group refresh.
+	 * Rolled-back receives counted (failed.c): $1 message ids (locked by
+	 * the caller), $2 receives to add, $3 not visible before, $4 now.  A
+	 * message whose retry delay has passed keeps its visible_at, so its
+	 * place in the queue.
 	 */
 	[QP_FAILED_APPLY] = {
 		"UPDATE {q} m SET receive_count = m.receive_count + f.n,"
-		" visible_at = greatest(m.visible_at, f.not_before),"
+		" visible_at = CASE WHEN f.not_before > $4"
+		"  THEN greatest(m.visible_at, f.not_before) ELSE m.visible_at END,"
 		" first_received_at = coalesce(m.first_received_at, $4)"
 		" FROM unnest($1, $2, $3) AS f(id, n, not_before)"
-		" WHERE m.message_id = f.id AND m.message_id = ANY (ARRAY("
-		"  SELECT message_id FROM {q} WHERE message_id = ANY ($1)"
-		"  FOR UPDATE SKIP LOCKED))"
+		" WHERE m.message_id = f.id"
 		" RETURNING m.message_id, m.receive_count, m.message_group_id",
 		4, {INT8ARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID}
 	},
-	[QP_FAILED_APPLY_FIFO] = {
-		"UPDATE {q} m SET receive_count = m.receive_count + f.n,"
-		" visible_at = greatest(m.visible_at, f.not_before),"
-		" first_received_at = coalesce(m.first_received_at, $4)"
-		" FROM unnest($1, $2, $3) AS f(id, n, not_before)"
-		" WHERE m.message_id = f.id AND m.message_group_id = ANY (ARRAY("
+	/* ... locking first the rows nobody holds (FIFO: groups, then rows) */
+	[QP_FAILED_LOCK] = {
+		"SELECT message_id FROM {q} WHERE message_id = ANY ($1)"
+		" ORDER BY message_id FOR UPDATE SKIP LOCKED",
+		1, {INT8ARRAYOID}
+	},
+	[QP_FAILED_LOCK_FIFO] = {
+		"SELECT m.message_id FROM {q} m"
+		" WHERE m.message_id = ANY ($1) AND m.message_group_id = ANY (ARRAY("
 		"  SELECT message_group_id FROM {g} WHERE message_group_id = ANY (ARRAY("
 		"   SELECT message_group_id FROM {q} WHERE message_id = ANY ($1)))"
 		"  ORDER BY message_group_id FOR UPDATE SKIP LOCKED))"
-		" AND m.message_id = ANY (ARRAY("
-		"  SELECT message_id FROM {q} WHERE message_id = ANY ($1)"
-		"  FOR UPDATE SKIP LOCKED))"
-		" RETURNING m.message_id, m.receive_count, m.message_group_id",
-		4, {INT8ARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID}
+		" ORDER BY m.message_id FOR UPDATE SKIP LOCKED",
+		1, {INT8ARRAYOID}
+	},
+	/* ... waiting for the worker while it writes some (FIFO: their groups) */
+	[QP_FAILED_WAIT] = {
+		"SELECT message_id FROM {q} WHERE message_id = ANY ($1)"
+		" ORDER BY message_id FOR UPDATE",
+		1, {INT8ARRAYOID}
+	},
+	[QP_FAILED_WAIT_FIFO] = {
+		"SELECT message_group_id FROM {g} WHERE message_group_id = ANY (ARRAY("
+		" SELECT message_group_id FROM {q} WHERE message_id = ANY ($1)))"
+		" ORDER BY message_group_id FOR UPDATE",
+		1, {INT8ARRAYOID}
 	},
 	[QP_FAILED_EXISTING] = {
 		"SELECT message_id FROM {q} WHERE message_id = ANY ($1)",

@@ -66,7 +66,10 @@ typedef enum QueuePlanKind
 	QP_FIFO_RECEIVE_DLQ_MORE,	/* ... the rest of groups whose head moved */
 	QP_MOVE_TO_DLQ,				/* {L}: the dead-letter queue's table */
 	QP_FAILED_APPLY,			/* rolled-back receives counted (failed.c) */
-	QP_FAILED_APPLY_FIFO,
+	QP_FAILED_LOCK,
+	QP_FAILED_LOCK_FIFO,
+	QP_FAILED_WAIT,
+	QP_FAILED_WAIT_FIFO,
 	QP_FAILED_EXISTING,
 	QP_NUM_PLANS
 } QueuePlanKind;
@@ -278,7 +281,7 @@ extern void queue_note_received(QueueMeta *q, int n, const int64 *ids,
 extern void queue_set_retry(QueueRetry how);
 extern int	queue_max_failed_receives;
 extern int	queue_failed_apply(QueueMeta *q);
-extern void queue_failed_apply_all(MemoryContext cxt);
+extern TimestampTz queue_failed_apply_all(MemoryContext cxt);
 extern void queue_failed_forget_queue(int64 queue_id);
 extern void queue_failed_prepare_gid(const char *gid);
 extern void queue_failed_finish_prepared(const char *gid, bool commit);

@@ -472,6 +472,8 @@ queue_worker_main(Datum arg)
 		ListCell   *lc;
 		HASH_SEQ_STATUS status;
 		SweptQueue *sq;
+		TimestampTz failed_due;
+		long		timeout;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -530,7 +532,7 @@ queue_worker_main(Datum arg)
 		}
 
 		/* Rolled-back receives first: a rollback woke us for them. */
-		queue_failed_apply_all(pass_cxt);
+		failed_due = queue_failed_apply_all(pass_cxt);
 
 		hash_seq_init(&status, swept);
 		while ((sq = hash_seq_search(&status)) != NULL)
@@ -556,8 +558,17 @@ queue_worker_main(Datum arg)
 		MemoryContextReset(pass_cxt);
 		pgstat_report_stat(true);
 
+		timeout = queue_sweep_interval;
+		if (failed_due != 0)
+		{
+			long		secs;
+			int			usecs;
+
+			TimestampDifference(GetCurrentTimestamp(), failed_due, &secs, &usecs);
+			timeout = Min(timeout, secs * 1000 + usecs / 1000 + 1);
+		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
-						 queue_sweep_interval, PG_WAIT_EXTENSION);
+						 timeout, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
 	}
 }

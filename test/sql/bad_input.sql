@@ -64,6 +64,9 @@ $$;
 
 CREATE ROLE queue_test_bad_input;
 SELECT queue.create('bi_q', max_message_size => 100) > 0 AS created;
+-- Valid receives probed below (then rolled back) go to an empty queue: a
+-- rolled-back receive of a message counts (failed_receives.sql).
+SELECT queue.create('bi_empty') > 0 AS created;
 SELECT queue.create('bi_big') > 0 AS created;
 SELECT queue.create('bi_dlq') > 0 AS created;
 SELECT queue.create('bi_src', dead_letter_queue => 'bi_dlq', max_receive_count => 1) > 0 AS created;
@@ -261,7 +264,7 @@ SELECT pg_temp.state() = :'before' AS unchanged;
 ----------------------------------------------------------------------
 CREATE TEMP TABLE int_call (fn text, tmpl text);
 INSERT INTO int_call VALUES
-	('receive max_messages', $$SELECT queue.receive('bi_q', max_messages => %s)$$),
+	('receive max_messages', $$SELECT queue.receive('bi_empty', max_messages => %s)$$),
 	('peek max_messages', $$SELECT queue.peek('bi_q', max_messages => %s)$$),
 	('redrive max_messages', $$SELECT queue.redrive('bi_dlq', max_messages => %s)$$),
 	('create max_message_size', $$SELECT queue.create('bi_new', max_message_size => %s)$$),
@@ -295,8 +298,8 @@ INSERT INTO interval_call VALUES
 	('alter deduplication_window', $$SELECT queue.alter('bi_q', deduplication_window => %L)$$),
 	('send delay', $$SELECT queue.send('bi_q', 'x', delay => %L)$$),
 	('send_batch delay', $$SELECT queue.send_batch('bi_q', ARRAY['x', 'y'], delay => %L)$$),
-	('receive visibility_timeout', $$SELECT queue.receive('bi_q', visibility_timeout => %L)$$),
-	('receive wait', $$SELECT queue.receive('bi_q', wait => %L)$$),
+	('receive visibility_timeout', $$SELECT queue.receive('bi_empty', visibility_timeout => %L)$$),
+	('receive wait', $$SELECT queue.receive('bi_empty', wait => %L)$$),
 	('change_visibility', format('SELECT queue.change_visibility(%L, %L, %%L)', 'bi_q', :'r')),
 	('change_visibility_batch', format('SELECT queue.change_visibility_batch(%L, %L, %%L)', 'bi_q', ARRAY[:'r']));
 CREATE TEMP TABLE interval_value (label text, val interval);
@@ -358,7 +361,7 @@ BEGIN;
 SELECT count(*) FROM queue.send('bi_fifo', 'inj', message_group_id => $$x';DROP_TABLE_queue._queues;--$$,
 	deduplication_id => $$%s%n'"\$$);
 SELECT body, message_group_id, deduplication_id FROM queue.peek('bi_fifo', 10) WHERE body = 'inj';
-SELECT count(*) FROM queue.receive('bi_q', receive_attempt_id => $$');DELETE/**/FROM/**/x;--$$);
+SELECT count(*) FROM queue.receive('bi_empty', receive_attempt_id => $$');DELETE/**/FROM/**/x;--$$);
 ROLLBACK;
 SELECT pg_temp.err($$SELECT queue.send('bi_fifo', 'x', message_group_id => 'x''; DROP TABLE queue._queues; --')$$);
 SELECT pg_temp.state() = :'before' AS unchanged;
@@ -452,6 +455,6 @@ SELECT queue_name, sent, received FROM queue.stats WHERE queue_name IN ('bi_q', 
 SELECT queue.delete('bi_q', :'r');
 SELECT body FROM queue.receive('bi_q');
 SELECT queue.drop('bi_q'), queue.drop('bi_big'), queue.drop('bi_src'), queue.drop('bi_dlq'),
-	   queue.drop('bi_fifo'), queue.drop('bi_gone');
+	   queue.drop('bi_fifo'), queue.drop('bi_gone'), queue.drop('bi_empty');
 SELECT count(*) FROM queue.queues;
 DROP ROLE queue_test_bad_input;

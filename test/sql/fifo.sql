@@ -292,7 +292,8 @@ SELECT * FROM pg_temp.recv('fifo_vis', 2, vt => '1 second');
 SELECT pg_temp.bodies('fifo_vis', 10) AS leased;
 SELECT pg_sleep(1.2);
 SELECT * FROM pg_temp.recv('fifo_vis', 10);
--- a receive that rolls back leaves the group available at once
+-- a receive that rolls back leaves the group available at once (the
+-- queue's retry_delay is 0), its receive counted
 SELECT pg_temp.vis('fifo_vis', 'v2', '0'), pg_temp.vis('fifo_vis', 'v3', '0'),
 	   pg_temp.vis('fifo_vis', 'v4', '0'), pg_temp.vis('fifo_vis', 'v5', '0'),
 	   pg_temp.vis('fifo_vis', 'v6', '0');

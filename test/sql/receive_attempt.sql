@@ -156,7 +156,8 @@ SELECT pg_temp.recv('w late', 'ra_q', 1, 'attempt-w');
 SELECT pg_temp.same('w', 'w late');
 
 ----------------------------------------------------------------------
--- a rolled-back receive records no attempt
+-- a rolled-back receive records no attempt (its receive counts: the
+-- message comes back with receive_count 2)
 ----------------------------------------------------------------------
 SELECT queue.purge('ra_q');
 SELECT count(*) FROM queue.send_batch('ra_q', ARRAY['r1', 'r2']);

@@ -30,6 +30,9 @@ is(sha256_hex(slurp_file("$sharedir/extension/queue--1.0.sql")),
 is(sha256_hex(slurp_file("$sharedir/extension/queue--1.0--1.1.sql")),
 	'00d1c6057ee67a3569a54b23d87b4c9333770873b72e659fe23a01ce2726ca31',
 	'queue--1.0--1.1.sql is the released step');
+is(sha256_hex(slurp_file("$sharedir/extension/queue--1.1--1.2.sql")),
+	'23dc61f6a63e363830f683fc3b2d825906aa4d2b7341eb1ba2e5969380ee9630',
+	'queue--1.1--1.2.sql is the released step');
 
 sub sql { return $node->safe_psql('old', $_[0]); }
 
@@ -139,11 +142,9 @@ like($err, qr/cannot be dropped because some objects depend on it/, 'a grantee c
 is(sql("SELECT count(*) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extname = 'queue' AND c = 'queue._secret'::regclass"),
 	'0', 'the receipt key is no longer dumped');
 
-# 1.1 -> 1.2: the queues of 1.1 keep every message and attribute, and gain
-# retry_delay '0' (a rolled-back receive counts, the message is visible at
-# once, as before)
+# 1.1 -> 1.2: the queues of 1.1 keep every message and attribute
 $before_peek = sql($peek);
-sql('ALTER EXTENSION queue UPDATE');
+sql("ALTER EXTENSION queue UPDATE TO '1.2'");
 is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.2', 'updated to 1.2');
 is(sql($peek), $before_peek, '1.2: every message unchanged, in delivery order');
 
@@ -158,14 +159,40 @@ is(sql("SELECT count(*) FROM queue.peek('up_dlq') WHERE body = 'via topic'"), '1
 sql("SELECT queue.drop_topic('up_topic')");
 $before_peek = sql($peek);
 
+# 1.2 -> 1.3: the queues gain retry_delay '0'; every message unchanged;
+# create and alter take retry_delay; a rolled-back receive now counts
+sql('ALTER EXTENSION queue UPDATE');
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3', 'updated to 1.3');
+is(sql($peek), $before_peek, '1.3: every message unchanged, in delivery order');
+is(sql("SELECT string_agg(queue_name || '=' || retry_delay, ',' ORDER BY queue_name) FROM queue.queues"),
+	'up_dlq=00:00:00,up_fifo=00:00:00,up_std=00:00:00', 'every queue has retry_delay 0');
+sql(q(
+SELECT queue.alter('up_dlq', retry_delay => '1 hour');
+SELECT queue.create('up_new', retry_delay => '5 s');
+));
+is(sql("SELECT string_agg(queue_name || '=' || retry_delay, ',' ORDER BY queue_name) FROM queue.queues WHERE queue_name IN ('up_dlq', 'up_new')"),
+	'up_dlq=01:00:00,up_new=00:00:05', 'alter and create take retry_delay');
+sql(q(
+SELECT queue.send('up_new', 'counted');
+BEGIN;
+SELECT count(*) FROM queue.receive('up_new');
+ROLLBACK;
+));
+$node->poll_query_until('old',
+	"SELECT receive_count = 1 AND visible_at > now() FROM queue.peek('up_new')")
+  or die 'the rolled-back receive was not counted';
+pass('a rolled-back receive on the upgraded database counts and waits retry_delay');
+sql("SELECT queue.drop('up_new'); SELECT queue.alter('up_dlq', retry_delay => '0')");
+$before_peek = sql($peek);
+
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
 $node->safe_psql('fresh', q(
 CREATE EXTENSION queue;
 GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
 ));
-is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.2',
-	'a fresh install is 1.2');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3',
+	'a fresh install is 1.3');
 sub schema_dump
 {
 	my ($db) = @_;
@@ -217,7 +244,7 @@ like($err, qr/schema "queue" is owned by role "up_squatter", who is not a superu
 is($node->safe_psql('squatted', "SELECT count(*) FROM pg_extension WHERE extname = 'queue'"), '0',
 	'and installs nothing');
 $node->safe_psql('squatted', 'DROP SCHEMA queue; CREATE SCHEMA queue; CREATE EXTENSION queue');
-is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.2',
+is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3',
 	'a schema queue that a superuser made is used');
 
 $node->stop;
