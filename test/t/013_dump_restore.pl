@@ -31,7 +31,7 @@ CREATE EXTENSION queue;
 GRANT USAGE ON SCHEMA queue TO app_sender, app_receiver;
 SELECT queue.create('orders_dlq');
 SELECT queue.create('orders', dead_letter_queue => 'orders_dlq', max_receive_count => 1,
-					tags => '{"team": "shop"}');
+					retry_delay => '30 s', tags => '{"team": "shop"}');
 SELECT queue.create('events.fifo', fifo => true, content_based_deduplication => true);
 SELECT queue.create('events_dlq.fifo', fifo => true);
 SELECT queue.alter('events.fifo', dead_letter_queue => 'events_dlq.fifo', max_receive_count => 2);
@@ -156,6 +156,8 @@ for my $db ('shop', 'shop2')
 		$src->safe_psql('shop', "SELECT 'queue_data.q2'::regclass::oid"), "$db: other OIDs");
 	is($dst->safe_psql($db, $peek),   $src_peek,   "$db: every message, in order, with its fields");
 	is($dst->safe_psql($db, $queues), $src_queues, "$db: every queue with its attributes and owner");
+	is($dst->safe_psql($db, "SELECT retry_delay FROM queue.queues WHERE queue_name = 'orders'"),
+		'00:00:30', "$db: retry_delay came back");
 	is($dst->safe_psql($db, $grants), $src_grants, "$db: the grants, by role");
 	is($dst->safe_psql($db, $topics), $src_topics, "$db: topics, subscriptions and topic grants");
 	is($dst->safe_psql($db, 'SELECT count(*) FROM queue._secret'), '1', "$db: one receipt key");
