@@ -33,7 +33,11 @@
 #     for an hour); floor (a) is the faster variant per case; and a FIFO
 #     queue's receive with 1,000 and 1,000,000 waiting over 100 groups
 #  5. topics (test/bench/topics.sh; TOPICS=0 skips them): publish to one
-#     queue against send, and a 10 KB body to 10 queues against one send
+#     queue against send, a 10 KB body to 10 queues against one send, and
+#     a publish to 1,000 filtered subscriptions against one
+#  6. consumers (test/bench/consumers.sh; CONSUMERS=0 skips them): push
+#     latency from commit to handler (median, p99), and a consumer draining
+#     100,000 messages against the standard full cycle of its shape
 #  4. (not with QUICK=1) the soak: SOAK_MESSAGES messages through a queue
 #     kept near empty (send 10 -> receive 10 -> delete, 4 clients, autovacuum
 #     at its defaults), for the extension and the floor (idx): throughput per
@@ -603,6 +607,13 @@ fi
 if [ "$EXT" = 1 ] && [ "${TOPICS:-1}" = 1 ]; then
 	# shellcheck source=topics.sh
 	. "$HERE/topics.sh"
+fi
+
+# --- 6. consumers ---------------------------------------------------------------------
+
+if [ "$EXT" = 1 ] && [ "${CONSUMERS:-1}" = 1 ]; then
+	# shellcheck source=consumers.sh
+	. "$HERE/consumers.sh"
 fi
 
 # --- summary -------------------------------------------------------------------------

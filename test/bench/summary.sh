@@ -110,6 +110,10 @@ if [ "$EXT" = 1 ]; then
 	target "topic publish, 1 queue / send" "$(r topic_publish_1q topic_send_1q)" ">=" 0.8
 	target "topic publish ${TOPIC_BIG_BYTES:-10240} B to ${TOPIC_FANOUT:-10} queues / send" "$(r topic_publish_big topic_send_big)" ">=" 0.3
 	target "topic bytes stored per publish / per send" "$(r topic_big_bytes_per_publish topic_big_bytes_per_send)" "<=" 2
+	target "topic publish, ${TOPIC_MANY_SUBS:-1000} subscriptions (1 matching) / 1 subscription" "$(r topic_publish_1sub topic_publish_many_subs)" "<=" 3
+	target "consumer push latency median (ms)" "${RES[consumer_latency_median]:--}" "<=" 1
+	target "consumer push latency p99 (ms)" "${RES[consumer_latency_p99]:--}" "<=" 5
+	target "consumer drain (batch 10, concurrency 2) / std cycle c2 b10" "$(r consumer_drain_b10_c2 consumer_cycle_c2_b10)" ">=" 0.8
 	target "soak: slowest / fastest 5 s window" "${RES[soak_std_window_ratio]:--}" ">=" 0.5
 	target "soak: size at the end / the floor's" "$(r soak_std_size soak_floor_size)" "<=" 0.25
 fi
