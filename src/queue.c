@@ -67,6 +67,7 @@ _PG_init(void)
 							 false,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
+	queue_consumer_define_gucs();
 	MarkGUCPrefixReserved("queue");
 
 	queue_catalog_init();

@@ -333,6 +333,7 @@ stop_worker_of(const char *dbname)
 	 */
 	if (pid != 0)
 		kill(pid, SIGTERM);
+	queue_consumers_stop_db(dbid);
 }
 
 static void
@@ -537,6 +538,7 @@ queue_worker_main(Datum arg)
 			queue_sweep_pass(q, sq, sweep_cxt);
 		}
 		queue_topic_sweep();
+		queue_consumers_tend();
 		/* Forget dropped queues. */
 		hash_seq_init(&status, swept);
 		while ((sq = hash_seq_search(&status)) != NULL)

@@ -143,7 +143,7 @@ is(sql("SELECT count(*) FROM pg_extension e, unnest(e.extconfig) c WHERE e.extna
 # retry_delay '0' (a rolled-back receive counts, the message is visible at
 # once, as before)
 $before_peek = sql($peek);
-sql('ALTER EXTENSION queue UPDATE');
+sql("ALTER EXTENSION queue UPDATE TO '1.2'");
 is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.2', 'updated to 1.2');
 is(sql($peek), $before_peek, '1.2: every message unchanged, in delivery order');
 
@@ -158,14 +158,19 @@ is(sql("SELECT count(*) FROM queue.peek('up_dlq') WHERE body = 'via topic'"), '1
 sql("SELECT queue.drop_topic('up_topic')");
 $before_peek = sql($peek);
 
+# 1.2 -> 1.3 (consumers): every message unchanged
+sql('ALTER EXTENSION queue UPDATE');
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3', 'updated to 1.3');
+is(sql($peek), $before_peek, '1.3: every message unchanged, in delivery order');
+
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
 $node->safe_psql('fresh', q(
 CREATE EXTENSION queue;
 GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
 ));
-is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.2',
-	'a fresh install is 1.2');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3',
+	'a fresh install is 1.3');
 sub schema_dump
 {
 	my ($db) = @_;
@@ -217,7 +222,7 @@ like($err, qr/schema "queue" is owned by role "up_squatter", who is not a superu
 is($node->safe_psql('squatted', "SELECT count(*) FROM pg_extension WHERE extname = 'queue'"), '0',
 	'and installs nothing');
 $node->safe_psql('squatted', 'DROP SCHEMA queue; CREATE SCHEMA queue; CREATE EXTENSION queue');
-is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.2',
+is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3',
 	'a schema queue that a superuser made is used');
 
 $node->stop;
