@@ -44,6 +44,15 @@ typedef char QueueB64Byte;
 	pg_database_ownercheck((dbid), (roleid))
 #endif
 
+/* Ownership of an extension: object_ownercheck from 16. */
+#if PG_VERSION_NUM >= 160000
+#define queue_extension_ownercheck(extid, roleid) \
+	object_ownercheck(ExtensionRelationId, (extid), (roleid))
+#else
+#define queue_extension_ownercheck(extid, roleid) \
+	pg_extension_ownercheck((extid), (roleid))
+#endif
+
 /* EXECUTE and other checks on a function: object_aclcheck from 16. */
 #if PG_VERSION_NUM >= 160000
 #define queue_proc_aclcheck(proc, roleid, mode) \

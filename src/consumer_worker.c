@@ -41,6 +41,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
+#include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -75,6 +76,7 @@ int			queue_max_consumer_processes = 8;
 #define CONSUMER_WAIT				"5 s"	/* each receive's long poll */
 #define CONSUMER_RETRY_PAUSE_MS		100 /* after a failed batch with messages */
 #define CONSUMER_BACKOFF_MAX_MS		10000	/* after repeated failures without */
+#define CONSUMER_HOLD_MS			10000	/* after DROP EXTENSION, DROP DATABASE */
 
 /* ------------------------------------------------------------------------
  * Settings and shared memory
@@ -173,13 +175,33 @@ queue_consumer_stat(Oid dbid, int64 consumer_id, int64 queue_id)
 /*
  * DROP DATABASE and friends (worker.c) stop a database's consumer
  * processes with its worker: they are sessions of that database too.
+ * DROP EXTENSION stops them too: a batch holds locks on the extension's
+ * tables in its own order, and the drop would wait for it or deadlock
+ * with it.  No process of that database starts again for
+ * CONSUMER_HOLD_MS (by then the command committed, and the worker left,
+ * or it failed, and they come back).
  */
 void
 queue_consumers_stop_db(Oid dbid)
 {
+	int			held = 0;
+	TimestampTz now = GetCurrentTimestamp();
+
 	if (queue_consumer_shared == NULL)
 		return;
 	LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < QUEUE_CONSUMER_HELD; i++)
+	{
+		if (queue_consumer_shared->held_db[i] == dbid)
+		{
+			held = i;
+			break;
+		}
+		if (queue_consumer_shared->held_until[i] < queue_consumer_shared->held_until[held])
+			held = i;			/* else the one that ends first */
+	}
+	queue_consumer_shared->held_db[held] = dbid;
+	queue_consumer_shared->held_until[held] = now + CONSUMER_HOLD_MS * 1000;
 	for (int i = 0; i < queue_consumer_shared->nslots; i++)
 	{
 		QueueConsumerSlot *s = &queue_consumer_shared->slots[i];
@@ -191,6 +213,39 @@ queue_consumers_stop_db(Oid dbid)
 			kill(s->pid, SIGTERM);
 	}
 	LWLockRelease(queue_consumer_shared->lock);
+}
+
+/*
+ * DROP EXTENSION (the utility hook, worker.c), before it runs: stop this
+ * database's consumers if it drops queue, and the role may drop it (no
+ * one else can make them stop by issuing a drop that is then refused).
+ */
+void
+queue_consumers_drop_extension(List *names)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+	{
+		Oid			extid;
+
+		if (strcmp(strVal(lfirst(lc)), "queue") != 0)
+			continue;
+		extid = get_extension_oid("queue", true);
+		if (OidIsValid(extid) && queue_extension_ownercheck(extid, GetUserId()))
+			queue_consumers_stop_db(MyDatabaseId);
+	}
+}
+
+/* Whether this database's consumers are held back (queue_consumers_stop_db). */
+static bool
+held_back(TimestampTz now)
+{
+	for (int i = 0; i < QUEUE_CONSUMER_HELD; i++)
+		if (queue_consumer_shared->held_db[i] == MyDatabaseId &&
+			now < queue_consumer_shared->held_until[i])
+			return true;
+	return false;
 }
 
 /* ------------------------------------------------------------------------
@@ -826,7 +881,7 @@ queue_consumers_tend(void)
 		ConsumerStarted *st;
 		bool		found;
 
-		if (row->paused || row->running >= row->concurrency)
+		if (row->paused || row->running >= row->concurrency || held_back(now))
 			continue;
 		st = hash_search(started, &row->id, HASH_ENTER, &found);
 		if (found && !TimestampDifferenceExceeds(st->at, now, CONSUMER_RESTART_MS))

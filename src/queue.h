@@ -462,6 +462,7 @@ extern void queue_wait_end(void);
 #define QUEUE_CONSUMER_MAX_BATCH		1000
 #define QUEUE_CONSUMER_MAX_CONCURRENCY	64
 #define QUEUE_CONSUMER_ERROR_LEN		512
+#define QUEUE_CONSUMER_HELD				16	/* databases stopped at once */
 
 /*
  * One consumer process.  The database's queue worker claims a free slot,
@@ -498,6 +499,8 @@ typedef struct QueueConsumerShared
 	int			nslots;			/* queue.max_consumer_processes */
 	int			nstats;
 	uint64		generation;
+	Oid			held_db[QUEUE_CONSUMER_HELD];	/* start no process in these */
+	TimestampTz held_until[QUEUE_CONSUMER_HELD];
 	QueueConsumerSlot *slots;
 	QueueConsumerStat *stats;
 } QueueConsumerShared;
@@ -511,5 +514,6 @@ extern QueueConsumerStat *queue_consumer_stat(Oid dbid, int64 consumer_id,
 											  int64 queue_id);
 extern void queue_consumers_tend(void);
 extern void queue_consumers_stop_db(Oid dbid);
+extern void queue_consumers_drop_extension(List *names);
 
 #endif							/* QUEUE_H */

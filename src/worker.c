@@ -377,6 +377,9 @@ queue_utility_hook(PlannedStmt *pstmt, const char *queryString,
 				stop_worker_of(defGetString(opt));
 		}
 	}
+	else if (IsA(stmt, DropStmt) &&
+			 ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION)
+		queue_consumers_drop_extension(((DropStmt *) stmt)->objects);
 	else if (IsA(stmt, RenameStmt) &&
 			 ((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
 		stop_worker_of(((RenameStmt *) stmt)->subname);
