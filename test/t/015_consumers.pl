@@ -257,6 +257,44 @@ ok($node->poll_query_until('postgres',
 		  . " FROM queue.consumers WHERE consumer_name = 'c_low'"),
 	'a revoke of receive: failing with 42501');
 
+# --- handlers that settle messages themselves (README "Consumers") ---------------
+sql(q(
+SELECT queue.create('sq');
+CREATE FUNCTION public.h_self_delete(msgs queue.message[]) RETURNS void LANGUAGE sql AS $$
+	INSERT INTO public.done (message_id, body, consumer)
+	SELECT m.message_id, m.body, 'self' FROM pg_catalog.unnest(msgs) m WHERE queue.delete('sq', m.receipt)
+$$;
+CREATE PROCEDURE public.h_commit(msgs queue.message[]) LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO public.done (message_id, body, consumer)
+	SELECT m.message_id, m.body, 'commit' FROM pg_catalog.unnest(msgs) m;
+	COMMIT;
+END
+$$;
+SELECT queue.create_consumer('c_self', 'sq', 'public.h_self_delete(queue.message[])', batch_size => 3);
+SELECT queue.send_batch('sq', ARRAY['s1', 's2', 's3', 's4', 's5']);
+));
+ok($node->poll_query_until('postgres',
+		"SELECT processed = 5 FROM queue.consumers WHERE consumer_name = 'c_self'"),
+	'a handler that deletes its messages itself: processed');
+is(sql("SELECT count(*), count(DISTINCT message_id) FROM public.done WHERE consumer = 'self'"), '5|5',
+	'each handled once');
+is(sql("SELECT count(*) FROM queue.peek('sq')"), '0', 'and deleted');
+# a dropped consumer's process finishes the batch under way (a receive
+# waiting for messages, up to 5 s): wait until it left
+sql("SELECT queue.drop_consumer('c_self')");
+ok($node->poll_query_until('postgres', processes_of('c_self'), '0'), 'c_self left');
+sql(q(
+SELECT queue.create_consumer('c_commit', 'sq', 'public.h_commit(queue.message[])');
+SELECT queue.send('sq', 'c1');
+));
+ok($node->poll_query_until('postgres',
+		"SELECT state = 'failing' AND last_error LIKE '2D000: %' FROM queue.consumers WHERE consumer_name = 'c_commit'"),
+	'a procedure handler that commits: failing with 2D000');
+is(sql("SELECT count(*) FROM public.done WHERE consumer = 'commit'"), '0', 'and its writes rolled back');
+is(sql("SELECT count(*) FROM queue.peek('sq')"), '1', 'the message stays');
+sql("SELECT queue.drop_consumer('c_commit')");
+
 # --- a dropped queue takes its consumers along; the extension takes all ---------
 sql("SELECT queue.drop('kq')");
 ok($node->poll_query_until('postgres', processes_of('c_kill'), '0'),
