@@ -44,6 +44,24 @@ typedef char QueueB64Byte;
 	pg_database_ownercheck((dbid), (roleid))
 #endif
 
+/* Ownership of an extension: object_ownercheck from 16. */
+#if PG_VERSION_NUM >= 160000
+#define queue_extension_ownercheck(extid, roleid) \
+	object_ownercheck(ExtensionRelationId, (extid), (roleid))
+#else
+#define queue_extension_ownercheck(extid, roleid) \
+	pg_extension_ownercheck((extid), (roleid))
+#endif
+
+/* EXECUTE and other checks on a function: object_aclcheck from 16. */
+#if PG_VERSION_NUM >= 160000
+#define queue_proc_aclcheck(proc, roleid, mode) \
+	object_aclcheck(ProcedureRelationId, (proc), (roleid), (mode))
+#else
+#define queue_proc_aclcheck(proc, roleid, mode) \
+	pg_proc_aclcheck((proc), (roleid), (mode))
+#endif
+
 /*
  * The search path every statement of ours is parsed and run under, from
  * queue_enter to queue_leave (acl.c): pg_catalog, and never a schema of the

@@ -474,4 +474,62 @@ extern uint64 queue_wait_generation(QueueMeta *q);
 extern bool queue_wait(QueueMeta *q, TimestampTz deadline, uint64 generation);
 extern void queue_wait_end(void);
 
+/* consumer.c, consumer_worker.c: consumers (DESIGN.md "Consumers") */
+#define QUEUE_CONSUMER_MAX_BATCH		1000
+#define QUEUE_CONSUMER_MAX_CONCURRENCY	64
+#define QUEUE_CONSUMER_ERROR_LEN		512
+#define QUEUE_CONSUMER_HELD				16	/* databases stopped at once */
+
+/*
+ * One consumer process.  The database's queue worker claims a free slot,
+ * then starts the process, which names its pid; the process frees the slot
+ * when it leaves.  stop asks it to leave after its batch.
+ */
+typedef struct QueueConsumerSlot
+{
+	Oid			dbid;			/* InvalidOid: free */
+	int64		consumer_id;
+	uint64		generation;		/* tells a re-claimed slot from the old one */
+	pid_t		pid;			/* 0 until the process runs */
+	bool		stop;
+	TimestampTz claimed_at;
+} QueueConsumerSlot;
+
+/* What queue.consumers shows of a consumer beyond its registry row. */
+typedef struct QueueConsumerStat
+{
+	Oid			dbid;			/* InvalidOid: free */
+	int64		consumer_id;
+	int64		queue_id;		/* the view shows it to those who may see this */
+	int64		processed;		/* messages of committed batches */
+	int64		failed;			/* batches that failed */
+	bool		failing;		/* the last batch with messages failed */
+	TimestampTz last_error_at;
+	TimestampTz last_success_at;
+	char		last_error[QUEUE_CONSUMER_ERROR_LEN];
+} QueueConsumerStat;
+
+typedef struct QueueConsumerShared
+{
+	LWLock	   *lock;			/* guards everything here */
+	int			nslots;			/* queue.max_consumer_processes */
+	int			nstats;
+	uint64		generation;
+	Oid			held_db[QUEUE_CONSUMER_HELD];	/* start no process in these */
+	TimestampTz held_until[QUEUE_CONSUMER_HELD];
+	QueueConsumerSlot *slots;
+	QueueConsumerStat *stats;
+} QueueConsumerShared;
+
+extern QueueConsumerShared *queue_consumer_shared;
+extern int	queue_max_consumer_processes;
+extern void queue_consumer_define_gucs(void);
+extern void queue_consumer_shmem_request(void);
+extern void queue_consumer_shmem_startup(void);
+extern QueueConsumerStat *queue_consumer_stat(Oid dbid, int64 consumer_id,
+											  int64 queue_id);
+extern void queue_consumers_tend(void);
+extern void queue_consumers_stop_db(Oid dbid);
+extern void queue_consumers_drop_extension(List *names);
+
 #endif							/* QUEUE_H */

@@ -333,6 +333,7 @@ stop_worker_of(const char *dbname)
 	 */
 	if (pid != 0)
 		kill(pid, SIGTERM);
+	queue_consumers_stop_db(dbid);
 }
 
 static void
@@ -377,6 +378,9 @@ queue_utility_hook(PlannedStmt *pstmt, const char *queryString,
 				stop_worker_of(defGetString(opt));
 		}
 	}
+	else if (IsA(stmt, DropStmt) &&
+			 ((DropStmt *) stmt)->removeType == OBJECT_EXTENSION)
+		queue_consumers_drop_extension(((DropStmt *) stmt)->objects);
 	else if (IsA(stmt, RenameStmt) &&
 			 ((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
 		stop_worker_of(((RenameStmt *) stmt)->subname);
@@ -549,6 +553,7 @@ queue_worker_main(Datum arg)
 			queue_sweep_pass(q, sq, sweep_cxt);
 		}
 		queue_topic_sweep();
+		queue_consumers_tend();
 		/* Forget dropped queues. */
 		hash_seq_init(&status, swept);
 		while ((sq = hash_seq_search(&status)) != NULL)

@@ -91,6 +91,35 @@ like($src_topics, qr/news_ordered news\.fifo/, 'source has the subscriptions');
 my $max_sub = $src->safe_psql('shop', 'SELECT max(subscription_id) FROM queue._subscriptions');
 my $nf1_id = $src->safe_psql('shop', "SELECT message_id FROM queue.publish('news_ordered', 'nf1 again', message_group_id => 'g', deduplication_id => 'tp-1')");
 
+# --- consumers (1.3): two paused consumers, one of a role by name, with a
+# handler in public; paused in the transaction that creates them, so
+# neither touches a message before the dump
+$src->safe_psql('shop', q(
+CREATE TABLE public.handled (body text);
+CREATE FUNCTION public.handle(msgs queue.message[]) RETURNS void LANGUAGE sql AS $$
+	INSERT INTO public.handled SELECT m.body FROM pg_catalog.unnest(msgs) m
+$$;
+GRANT INSERT ON public.handled TO app_receiver;
+BEGIN;
+SELECT queue.create_consumer('c_news', 'news_q', 'public.handle(queue.message[])', batch_size => 5, retry => 'fixed');
+SELECT queue.pause_consumer('c_news');
+SET ROLE app_receiver;
+SELECT queue.create_consumer('c_orders', 'orders', 'public.handle(queue.message[])', concurrency => 2);
+SELECT queue.pause_consumer('c_orders');
+RESET ROLE;
+COMMIT;
+));
+my $consumers = q(
+SELECT string_agg(format('%s %s %s %s %s %s %s', consumer_name, queue_name, handler, role, batch_size,
+						 concurrency, state), E'\n' ORDER BY consumer_name)
+FROM queue.consumers;
+);
+my $src_consumers = $src->safe_psql('shop', $consumers);
+like($src_consumers, qr/c_orders orders handle\(queue\.message\[\]\) app_receiver 1 2 paused/,
+	'consumers: the source has them');
+my $max_consumer = $src->safe_psql('shop', 'SELECT max(consumer_id) FROM queue._consumers');
+# --- end of consumers (1.3)
+
 # What must come back: every message of every queue as peek sees it, the
 # registry, the grants, and the ids in use.
 my $peek = q(
@@ -165,6 +194,13 @@ for my $db ('shop', 'shop2')
 		"$db: a key of its own");
 }
 
+# --- consumers (1.3): restored with their attributes, role and handler by name
+for my $db ('shop', 'shop2')
+{
+	is($dst->safe_psql($db, $consumers), $src_consumers, "$db: consumers with their attributes");
+}
+# --- end of consumers (1.3)
+
 # drive the API on the pg_restore'd copy
 my $db = 'shop';
 sub dq { return $dst->safe_psql($db, $_[0]); }
@@ -228,6 +264,18 @@ cmp_ok(dq("SELECT queue.subscribe('news', 'orders')"), '>', $max_sub,
 like($err, qr/cannot be dropped because some objects depend on it/,
 	'a role holding grants on a restored queue cannot be dropped');
 is(dq("SELECT queue.drop('after_restore')"), 't', 'drop');
+
+# --- consumers (1.3): a restored consumer runs once resumed; new ids
+# continue above the restored ones
+dq("SELECT queue.resume_consumer('c_news')");
+ok($dst->poll_query_until($db, "SELECT count(*) = 0 FROM queue.peek('news_q')"),
+	'consumers: a restored consumer, resumed, takes its queue\'s messages');
+is(dq("SELECT string_agg(body, ',' ORDER BY body) FROM public.handled"), 'n1,n2',
+	'consumers: through its handler');
+cmp_ok(dq("SELECT queue.create_consumer('c_new', 'news_q', 'public.handle(queue.message[])')"), '>',
+	$max_consumer, 'consumers: new ids continue above the restored ones');
+dq("SELECT queue.drop_consumer(c) FROM unnest(ARRAY['c_new', 'c_news', 'c_orders']) c");
+# --- end of consumers (1.3)
 
 $src->stop;
 $dst->stop;

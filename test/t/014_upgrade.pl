@@ -160,7 +160,8 @@ sql("SELECT queue.drop_topic('up_topic')");
 $before_peek = sql($peek);
 
 # 1.2 -> 1.3: the queues gain retry_delay '0'; every message unchanged;
-# create and alter take retry_delay; a rolled-back receive now counts
+# create and alter take retry_delay; a rolled-back receive now counts; a
+# queue made by 1.0 takes a consumer
 sql('ALTER EXTENSION queue UPDATE');
 is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3', 'updated to 1.3');
 is(sql($peek), $before_peek, '1.3: every message unchanged, in delivery order');
@@ -183,6 +184,14 @@ $node->poll_query_until('old',
   or die 'the rolled-back receive was not counted';
 pass('a rolled-back receive on the upgraded database counts and waits retry_delay');
 sql("SELECT queue.drop('up_new'); SELECT queue.alter('up_dlq', retry_delay => '0')");
+sql(q(
+CREATE FUNCTION up_handler(msgs queue.message[]) RETURNS void LANGUAGE sql AS 'SELECT';
+SELECT queue.create_consumer('up_consumer', 'up_dlq', 'up_handler(queue.message[])');
+SELECT queue.pause_consumer('up_consumer');
+));
+is(sql("SELECT consumer_name || ' ' || queue_name || ' ' || state FROM queue.consumers"),
+	'up_consumer up_dlq paused', 'a queue from 1.0 takes a consumer');
+sql("SELECT queue.drop_consumer('up_consumer'); DROP FUNCTION up_handler(queue.message[])");
 $before_peek = sql($peek);
 
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only

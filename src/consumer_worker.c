@@ -1,0 +1,936 @@
+/*-------------------------------------------------------------------------
+ *
+ * consumer_worker.c
+ *	  The processes that run consumers (DESIGN.md "Consumers"), and how the
+ *	  database's queue worker keeps them running.
+ *
+ * A consumer process loops over batches.  Each batch is one transaction:
+ * it reads the consumer's registry row (a dropped or paused consumer
+ * leaves), becomes the role that created the consumer, checks its EXECUTE
+ * privilege on the handler, receives up to batch_size messages with
+ * queue.receive(..., wait => '5 s') -- which sleeps on the queue's
+ * condition variable and is woken by a committing send, like any long
+ * poll -- calls the handler with them under a statement_timeout of the
+ * queue's visibility timeout, deletes them and commits.  An error rolls
+ * all of it back, is recorded in shared memory (queue.consumers), and
+ * failed.c brings the messages back after the consumer's retry delay.
+ *
+ * The process connects as the bootstrap superuser and runs each batch as
+ * the consumer's role with SECURITY_LOCAL_USERID_CHANGE: PostgreSQL 15
+ * refuses to connect a background worker as a role without LOGIN, and a
+ * consumer's role need not have it.  Inside a batch the role cannot leave
+ * itself (SET ROLE and SET SESSION AUTHORIZATION are refused in that
+ * context), and every privilege check PostgreSQL makes is against it.
+ *
+ * The queue worker calls queue_consumers_tend on every pass: it re-reads
+ * queue._consumers when a relcache invalidation says it changed (the
+ * administrative functions send one) or every CONSUMER_LIST_MAX_AGE_MS,
+ * starts the processes that are missing (concurrency per consumer, at
+ * most queue.max_consumer_processes in the cluster, one slot each in
+ * shared memory) and tells those whose consumer was dropped or paused to
+ * leave.  A process that dies is started again by the next pass, at most
+ * once per CONSUMER_RESTART_MS per consumer.  The worker runs only on a
+ * primary, so consumers pause on a hot standby and start on promotion.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "access/xlog.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_proc.h"
+#include "catalog/pg_type.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "postmaster/interrupt.h"
+#include "storage/ipc.h"
+#include "storage/latch.h"
+#include "storage/shmem.h"
+#include "tcop/tcopprot.h"
+#include "utils/acl.h"
+#include "utils/builtins.h"
+#include "utils/regproc.h"
+#include "utils/guc.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/syscache.h"
+#include "utils/timeout.h"
+#include "utils/timestamp.h"
+
+#include "queue.h"
+
+PGDLLEXPORT void queue_consumer_main(Datum arg);
+
+QueueConsumerShared *queue_consumer_shared = NULL;
+int			queue_max_consumer_processes = 8;
+
+#define CONSUMER_LIST_MAX_AGE_MS	10000
+#define CONSUMER_RESTART_MS			1000
+#define CONSUMER_START_GRACE_MS		30000	/* a claimed slot's process must run by then */
+#define CONSUMER_WAIT				"5 s"	/* each receive's long poll */
+#define CONSUMER_RETRY_PAUSE_MS		100 /* after a failed batch with messages */
+#define CONSUMER_BACKOFF_MAX_MS		10000	/* after repeated failures without */
+#define CONSUMER_HOLD_MS			10000	/* after DROP EXTENSION, DROP DATABASE */
+
+/* ------------------------------------------------------------------------
+ * Settings and shared memory
+ * ------------------------------------------------------------------------
+ */
+
+void
+queue_consumer_define_gucs(void)
+{
+	DefineCustomIntVariable("queue.max_consumer_processes",
+							"Consumer processes the server may run at once, over all databases.",
+							"Each is one of max_worker_processes.",
+							&queue_max_consumer_processes,
+							8, 0, 1024,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+}
+
+/* Consumers whose counters shared memory keeps: paused ones have some too. */
+static int
+stat_slots(void)
+{
+	return Max(256, 8 * queue_max_consumer_processes);
+}
+
+static Size
+consumer_shmem_size(void)
+{
+	Size		size = MAXALIGN(sizeof(QueueConsumerShared));
+
+	size = add_size(size, MAXALIGN(mul_size(queue_max_consumer_processes,
+											sizeof(QueueConsumerSlot))));
+	return add_size(size, mul_size(stat_slots(), sizeof(QueueConsumerStat)));
+}
+
+/* From shmem.c's shmem_request_hook. */
+void
+queue_consumer_shmem_request(void)
+{
+	RequestAddinShmemSpace(consumer_shmem_size());
+	RequestNamedLWLockTranche("queue consumers", 1);
+}
+
+/* From shmem.c's shmem_startup_hook. */
+void
+queue_consumer_shmem_startup(void)
+{
+	bool		found;
+	char	   *base;
+
+	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
+	base = ShmemInitStruct("queue consumers", consumer_shmem_size(), &found);
+	queue_consumer_shared = (QueueConsumerShared *) base;
+	if (!found)
+	{
+		memset(base, 0, consumer_shmem_size());
+		queue_consumer_shared->lock = &(GetNamedLWLockTranche("queue consumers"))->lock;
+		queue_consumer_shared->nslots = queue_max_consumer_processes;
+		queue_consumer_shared->nstats = stat_slots();
+	}
+	base += MAXALIGN(sizeof(QueueConsumerShared));
+	queue_consumer_shared->slots = (QueueConsumerSlot *) base;
+	base += MAXALIGN(mul_size(queue_max_consumer_processes, sizeof(QueueConsumerSlot)));
+	queue_consumer_shared->stats = (QueueConsumerStat *) base;
+	LWLockRelease(AddinShmemInitLock);
+}
+
+/*
+ * The counters of a consumer; created (for queue_id) when missing and
+ * queue_id is not 0.  NULL when absent, or when every entry is taken.  The
+ * caller holds the lock, exclusive unless queue_id is 0.
+ */
+QueueConsumerStat *
+queue_consumer_stat(Oid dbid, int64 consumer_id, int64 queue_id)
+{
+	QueueConsumerStat *free_entry = NULL;
+
+	for (int i = 0; i < queue_consumer_shared->nstats; i++)
+	{
+		QueueConsumerStat *st = &queue_consumer_shared->stats[i];
+
+		if (st->dbid == dbid && st->consumer_id == consumer_id)
+			return st;
+		if (st->dbid == InvalidOid && free_entry == NULL)
+			free_entry = st;
+	}
+	if (queue_id == 0 || free_entry == NULL)
+		return NULL;
+	memset(free_entry, 0, sizeof(*free_entry));
+	free_entry->dbid = dbid;
+	free_entry->consumer_id = consumer_id;
+	free_entry->queue_id = queue_id;
+	return free_entry;
+}
+
+/*
+ * DROP DATABASE and friends (worker.c) stop a database's consumer
+ * processes with its worker: they are sessions of that database too.
+ * DROP EXTENSION stops them too: a batch holds locks on the extension's
+ * tables in its own order, and the drop would wait for it or deadlock
+ * with it.  No process of that database starts again for
+ * CONSUMER_HOLD_MS (by then the command committed, and the worker left,
+ * or it failed, and they come back).
+ */
+void
+queue_consumers_stop_db(Oid dbid)
+{
+	int			held = 0;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (queue_consumer_shared == NULL)
+		return;
+	LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < QUEUE_CONSUMER_HELD; i++)
+	{
+		if (queue_consumer_shared->held_db[i] == dbid)
+		{
+			held = i;
+			break;
+		}
+		if (queue_consumer_shared->held_until[i] < queue_consumer_shared->held_until[held])
+			held = i;			/* else the one that ends first */
+	}
+	queue_consumer_shared->held_db[held] = dbid;
+	queue_consumer_shared->held_until[held] = now + CONSUMER_HOLD_MS * 1000;
+	for (int i = 0; i < queue_consumer_shared->nslots; i++)
+	{
+		QueueConsumerSlot *s = &queue_consumer_shared->slots[i];
+
+		if (s->dbid != dbid)
+			continue;
+		s->stop = true;
+		if (s->pid != 0)
+			kill(s->pid, SIGTERM);
+	}
+	LWLockRelease(queue_consumer_shared->lock);
+}
+
+/*
+ * DROP EXTENSION (the utility hook, worker.c), before it runs: stop this
+ * database's consumers if it drops queue, and the role may drop it (no
+ * one else can make them stop by issuing a drop that is then refused).
+ */
+void
+queue_consumers_drop_extension(List *names)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+	{
+		Oid			extid;
+
+		if (strcmp(strVal(lfirst(lc)), "queue") != 0)
+			continue;
+		extid = get_extension_oid("queue", true);
+		if (OidIsValid(extid) && queue_extension_ownercheck(extid, GetUserId()))
+			queue_consumers_stop_db(MyDatabaseId);
+	}
+}
+
+/* Whether this database's consumers are held back (queue_consumers_stop_db). */
+static bool
+held_back(TimestampTz now)
+{
+	for (int i = 0; i < QUEUE_CONSUMER_HELD; i++)
+		if (queue_consumer_shared->held_db[i] == MyDatabaseId &&
+			now < queue_consumer_shared->held_until[i])
+			return true;
+	return false;
+}
+
+/* ------------------------------------------------------------------------
+ * The consumer process
+ * ------------------------------------------------------------------------
+ */
+
+/* What bgw_extra carries to the process. */
+typedef struct ConsumerStart
+{
+	Oid			dbid;
+	int64		consumer_id;
+	uint64		generation;
+} ConsumerStart;
+
+/* A consumer's registry row, as each batch reads it. */
+typedef struct ConsumerConf
+{
+	char		name[QUEUE_NAME_MAX + 1];
+	text	   *queue_name;
+	Oid			handler;
+	Oid			owner;
+	int32		batch_size;
+	bool		retry_fixed;
+	int64		visibility_ms;
+} ConsumerConf;
+
+typedef enum BatchResult
+{
+	BATCH_GONE,					/* dropped, paused, or the extension is gone */
+	BATCH_DONE,					/* committed, with or without messages */
+	BATCH_FAILED_HELD,			/* failed with messages: failed.c holds them */
+	BATCH_FAILED					/* failed before it had messages */
+} BatchResult;
+
+static int	my_slot = -1;
+static ConsumerStart my_start;
+static char my_name[QUEUE_NAME_MAX + 1];
+
+/* However the process leaves, its slot is free again. */
+static void
+consumer_exit(int code, Datum arg)
+{
+	QueueConsumerSlot *s = &queue_consumer_shared->slots[my_slot];
+
+	LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
+	if (s->dbid == my_start.dbid && s->generation == my_start.generation)
+		s->dbid = InvalidOid;
+	LWLockRelease(queue_consumer_shared->lock);
+}
+
+static bool
+told_to_stop(void)
+{
+	QueueConsumerSlot *s = &queue_consumer_shared->slots[my_slot];
+	bool		stop;
+
+	LWLockAcquire(queue_consumer_shared->lock, LW_SHARED);
+	stop = s->dbid != my_start.dbid || s->generation != my_start.generation || s->stop;
+	LWLockRelease(queue_consumer_shared->lock);
+	return stop;
+}
+
+/*
+ * Read the consumer's registry row into conf; false when it is gone or
+ * paused, or the extension (or its 1.3 catalog) is.  Inside SPI.
+ */
+static bool
+load_conf(ConsumerConf *conf)
+{
+	Oid			nsp = get_namespace_oid("queue", true);
+	Oid			types[1] = {INT8OID};
+	Datum		arg = Int64GetDatum(my_start.consumer_id);
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	int			rc;
+
+	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("_consumers", nsp)))
+		return false;
+	rc = SPI_execute_with_args("SELECT c.consumer_name, q.queue_name, c.handler::oid, c.owner::oid,"
+							   " c.batch_size, c.retry = 'fixed', c.paused,"
+							   " (extract(epoch FROM q.visibility_timeout) * 1000)::int8"
+							   " FROM queue._consumers c JOIN queue._queues q ON q.queue_id = c.queue_id"
+							   " WHERE c.consumer_id = $1",
+							   1, types, &arg, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "consumer lookup failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return false;
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	if (DatumGetBool(SPI_getbinval(tup, desc, 7, &isnull)))
+		return false;			/* paused */
+	strlcpy(conf->name, TextDatumGetCString(SPI_getbinval(tup, desc, 1, &isnull)),
+			sizeof(conf->name));
+	conf->queue_name = DatumGetTextPCopy(SPI_getbinval(tup, desc, 2, &isnull));
+	conf->handler = DatumGetObjectId(SPI_getbinval(tup, desc, 3, &isnull));
+	conf->owner = DatumGetObjectId(SPI_getbinval(tup, desc, 4, &isnull));
+	conf->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
+	conf->retry_fixed = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
+	conf->visibility_ms = DatumGetInt64(SPI_getbinval(tup, desc, 8, &isnull));
+	return true;
+}
+
+/*
+ * The statement that calls the handler with $1 (queue.message[]), after
+ * checking what create_consumer checked: it may have been replaced,
+ * dropped, or its EXECUTE revoked since.  As the consumer's role.
+ */
+static char *
+handler_call(ConsumerConf *conf, Oid msgs_type)
+{
+	HeapTuple	tup;
+	Form_pg_proc proc;
+	char	   *sql;
+
+	tup = SearchSysCache1(PROCOID, ObjectIdGetDatum(conf->handler));
+	if (!HeapTupleIsValid(tup))
+		ereport(ERROR,
+				(errcode(ERRCODE_UNDEFINED_FUNCTION),
+				 errmsg("handler function %u of consumer \"%s\" does not exist",
+						conf->handler, conf->name),
+				 errhint("Drop the consumer and create it again with an existing handler.")));
+	proc = (Form_pg_proc) GETSTRUCT(tup);
+	if ((proc->prokind != PROKIND_FUNCTION && proc->prokind != PROKIND_PROCEDURE) ||
+		proc->pronargs != 1 || proc->proargtypes.values[0] != msgs_type)
+	{
+		ReleaseSysCache(tup);
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"handler\": %s must be a function or procedure taking one argument of type queue.message[]",
+						format_procedure(conf->handler))));
+	}
+	sql = psprintf("%s %s($1)",
+				   proc->prokind == PROKIND_PROCEDURE ? "CALL" : "SELECT",
+				   quote_qualified_identifier(get_namespace_name(proc->pronamespace),
+											  NameStr(proc->proname)));
+	ReleaseSysCache(tup);
+	if (queue_proc_aclcheck(conf->handler, conf->owner, ACL_EXECUTE) != ACLCHECK_OK)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for function %s", format_procedure(conf->handler)),
+				 errdetail("The consumer's role %s needs the EXECUTE privilege on its handler.",
+						   GetUserNameFromId(conf->owner, true) ?
+						   GetUserNameFromId(conf->owner, true) : "?")));
+	return sql;
+}
+
+/* Record a batch's end in the consumer's counters. */
+static void
+record_batch(int64 processed, ErrorData *edata)
+{
+	QueueConsumerStat *st;
+
+	LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
+	st = queue_consumer_stat(my_start.dbid, my_start.consumer_id, 0);
+	if (st != NULL)
+	{
+		if (edata == NULL)
+		{
+			st->processed += processed;
+			st->failing = false;
+			st->last_success_at = GetCurrentTimestamp();
+		}
+		else
+		{
+			st->failed++;
+			st->failing = true;
+			st->last_error_at = GetCurrentTimestamp();
+			snprintf(st->last_error, QUEUE_CONSUMER_ERROR_LEN, "%s: %s",
+					 unpack_sql_state(edata->sqlerrcode),
+					 edata->message ? edata->message : "");
+		}
+	}
+	LWLockRelease(queue_consumer_shared->lock);
+}
+
+/*
+ * One batch: one transaction.  Never returns from inside PG_TRY; an error
+ * rolls everything back and is recorded, a FATAL (SIGTERM) ends the
+ * process as for any backend.
+ */
+static BatchResult
+run_batch(MemoryContext cxt)
+{
+	volatile BatchResult result = BATCH_DONE;
+	volatile int64 received = 0;
+	volatile bool timeout_armed = false;
+
+	SetCurrentStatementStartTimestamp();
+	StartTransactionCommand();
+	PG_TRY();
+	{
+		ConsumerConf conf;
+		Oid			save_user;
+		int			save_sec;
+
+		SPI_connect();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		if (!load_conf(&conf))
+			result = BATCH_GONE;
+		else
+		{
+			Oid			rtypes[3] = {TEXTOID, INT4OID, TEXTOID};
+			Datum		rargs[3];
+			Oid			msgs_type;
+			Datum		msgs;
+			bool		isnull;
+			char	   *call;
+			int			rc;
+
+			if (strcmp(my_name, conf.name) != 0)
+			{
+				strlcpy(my_name, conf.name, sizeof(my_name));
+				pgstat_report_appname(my_name);
+			}
+			pgstat_report_activity(STATE_RUNNING, "queue consumer batch");
+			queue_set_retry(conf.retry_fixed ? QUEUE_RETRY_FIXED : QUEUE_RETRY_EXPONENTIAL);
+
+			/* The consumer's role, for the rest of the transaction. */
+			if (!SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(conf.owner)))
+				ereport(ERROR,
+						(errcode(ERRCODE_UNDEFINED_OBJECT),
+						 errmsg("role with OID %u of consumer \"%s\" does not exist",
+								conf.owner, conf.name)));
+			GetUserIdAndSecContext(&save_user, &save_sec);
+			SetUserIdAndSecContext(conf.owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
+			(void) set_config_option("search_path", "pg_catalog, pg_temp",
+									 PGC_USERSET, PGC_S_SESSION,
+									 GUC_ACTION_LOCAL, true, 0, false);
+
+			msgs_type = get_array_type(GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
+													   CStringGetDatum("message"),
+													   ObjectIdGetDatum(get_namespace_oid("queue", false))));
+			call = handler_call(&conf, msgs_type);
+
+			/* Long poll: sleeps until a send commits, or 5 s. */
+			rargs[0] = PointerGetDatum(conf.queue_name);
+			rargs[1] = Int32GetDatum(conf.batch_size);
+			rargs[2] = CStringGetTextDatum(CONSUMER_WAIT);
+			rc = SPI_execute_with_args("SELECT pg_catalog.array_agg(m), pg_catalog.count(*)"
+									   " FROM queue.receive($1, max_messages => $2,"
+									   " wait => $3::pg_catalog.interval) m",
+									   3, rtypes, rargs, NULL, false, 1);
+			if (rc != SPI_OK_SELECT || SPI_processed != 1)
+				elog(ERROR, "consumer receive failed: %s", SPI_result_code_string(rc));
+			received = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+												   SPI_tuptable->tupdesc, 2, &isnull));
+			msgs = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull);
+
+			if (received > 0)
+			{
+				Oid			dtypes[2] = {TEXTOID, msgs_type};
+				Datum		dargs[2];
+
+				/* The handler gets the visibility timeout (0: none). */
+				(void) set_config_option("statement_timeout",
+										 psprintf(INT64_FORMAT, conf.visibility_ms),
+										 PGC_USERSET, PGC_S_SESSION,
+										 GUC_ACTION_LOCAL, true, 0, false);
+				if (conf.visibility_ms > 0)
+				{
+					enable_timeout_after(STATEMENT_TIMEOUT,
+										 (int) Min(conf.visibility_ms, INT_MAX));
+					timeout_armed = true;
+				}
+				rc = SPI_execute_with_args(call, 1, &msgs_type, &msgs, NULL, false, 0);
+				if (rc < 0)
+					elog(ERROR, "consumer handler call failed: %s", SPI_result_code_string(rc));
+
+				/*
+				 * Messages the handler deleted itself (with their receipts)
+				 * answer false here; nothing else can have them: the
+				 * receive's row locks hold until this transaction ends.
+				 */
+				dargs[0] = PointerGetDatum(conf.queue_name);
+				dargs[1] = msgs;
+				rc = SPI_execute_with_args("SELECT pg_catalog.count(*) FROM queue.delete_batch($1,"
+										   " ARRAY(SELECT m.receipt FROM pg_catalog.unnest($2) m)) d",
+										   2, dtypes, dargs, NULL, false, 0);
+				if (rc != SPI_OK_SELECT)
+					elog(ERROR, "consumer delete failed: %s", SPI_result_code_string(rc));
+				if (timeout_armed)
+					disable_timeout(STATEMENT_TIMEOUT, false);
+				timeout_armed = false;
+			}
+			SetUserIdAndSecContext(save_user, save_sec);
+		}
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
+		pgstat_report_activity(STATE_IDLE, NULL);
+		if (received > 0)
+			record_batch(received, NULL);
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		if (timeout_armed)
+			disable_timeout(STATEMENT_TIMEOUT, false);
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		AbortCurrentTransaction();
+		pgstat_report_activity(STATE_IDLE, NULL);
+		ereport(LOG,
+				(errmsg("queue consumer \"%s\": batch of " INT64_FORMAT " messages failed: %s: %s",
+						my_name, (int64) received, unpack_sql_state(edata->sqlerrcode),
+						edata->message ? edata->message : "")));
+		record_batch(0, edata);
+		result = received > 0 ? BATCH_FAILED_HELD : BATCH_FAILED;
+	}
+	PG_END_TRY();
+	return result;
+}
+
+void
+queue_consumer_main(Datum arg)
+{
+	MemoryContext batch_cxt;
+	int			backoff_ms = 0;
+
+	my_slot = DatumGetInt32(arg);
+	memcpy(&my_start, MyBgworkerEntry->bgw_extra, sizeof(my_start));
+	snprintf(my_name, sizeof(my_name), "consumer " INT64_FORMAT, my_start.consumer_id);
+
+	pqsignal(SIGHUP, SignalHandlerForConfigReload);
+	pqsignal(SIGTERM, die);
+	BackgroundWorkerUnblockSignals();
+	BackgroundWorkerInitializeConnectionByOid(my_start.dbid, InvalidOid, 0);
+
+	LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
+	{
+		QueueConsumerSlot *s = &queue_consumer_shared->slots[my_slot];
+
+		if (s->dbid != my_start.dbid || s->generation != my_start.generation || s->stop)
+		{
+			LWLockRelease(queue_consumer_shared->lock);
+			proc_exit(0);
+		}
+		s->pid = MyProcPid;
+	}
+	LWLockRelease(queue_consumer_shared->lock);
+	before_shmem_exit(consumer_exit, (Datum) 0);
+
+	/* A FIFO receive takes one group per batch (receive.c). */
+	queue_receive_one_group = true;
+	batch_cxt = AllocSetContextCreate(TopMemoryContext, "queue consumer batch",
+									  ALLOCSET_DEFAULT_SIZES);
+
+	for (;;)
+	{
+		BatchResult r;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		if (told_to_stop() || RecoveryInProgress())
+			proc_exit(0);
+
+		r = run_batch(batch_cxt);
+		MemoryContextReset(batch_cxt);
+		pgstat_report_stat(false);
+		if (r == BATCH_GONE)
+			proc_exit(0);
+		if (r == BATCH_DONE)
+		{
+			backoff_ms = 0;
+			continue;
+		}
+
+		/*
+		 * A failure with messages: failed.c keeps them back for the retry
+		 * delay, and the next receive takes others (a short pause only
+		 * keeps a handler that fails at once from spinning).  A failure
+		 * before any message (a revoked privilege, say) would fail again
+		 * at once: back off, up to CONSUMER_BACKOFF_MAX_MS.
+		 */
+		if (r == BATCH_FAILED_HELD)
+			backoff_ms = CONSUMER_RETRY_PAUSE_MS;
+		else
+			backoff_ms = Min(Max(backoff_ms * 2, 1000), CONSUMER_BACKOFF_MAX_MS);
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 backoff_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		if (r == BATCH_FAILED_HELD)
+			backoff_ms = 0;
+	}
+}
+
+/* ------------------------------------------------------------------------
+ * Tending (the database's queue worker)
+ * ------------------------------------------------------------------------
+ */
+
+typedef struct ConsumerRow
+{
+	int64		id;
+	int64		queue_id;
+	int32		concurrency;
+	bool		paused;
+	int			running;		/* this pass: its live slots not told to stop */
+} ConsumerRow;
+
+/* When a consumer's processes were last started: restarts wait. */
+typedef struct ConsumerStarted
+{
+	int64		id;				/* hash key */
+	TimestampTz at;
+} ConsumerStarted;
+
+static bool consumers_stale = true;
+static Oid	consumers_relid = InvalidOid;
+static Oid	queues_relid = InvalidOid;
+static MemoryContext tend_cxt = NULL;
+static ConsumerRow *rows = NULL;
+static int	nrows = 0;
+static bool have_catalog = false;
+static TimestampTz listed_at = 0;
+static HTAB *started = NULL;
+static BackgroundWorkerHandle **handles = NULL;
+static uint64 *handle_gen = NULL;
+
+static void
+consumers_inval(Datum arg, Oid relid)
+{
+	if (!OidIsValid(relid) || relid == consumers_relid || relid == queues_relid)
+		consumers_stale = true;
+}
+
+/* Read queue._consumers (none before 1.3), in a transaction of its own. */
+static void
+load_consumers(void)
+{
+	Oid			nsp;
+
+	MemoryContextReset(tend_cxt);
+	rows = NULL;
+	nrows = 0;
+	consumers_stale = false;
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	nsp = get_namespace_oid("queue", true);
+	consumers_relid = OidIsValid(nsp) ? get_relname_relid("_consumers", nsp) : InvalidOid;
+	queues_relid = OidIsValid(nsp) ? get_relname_relid("_queues", nsp) : InvalidOid;
+	have_catalog = OidIsValid(consumers_relid);
+	if (have_catalog)
+	{
+		if (SPI_execute("SELECT consumer_id, queue_id, concurrency, paused"
+						" FROM queue._consumers ORDER BY consumer_id", true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not list consumers");
+		nrows = SPI_processed;
+		rows = MemoryContextAllocZero(tend_cxt, Max(nrows, 1) * sizeof(ConsumerRow));
+		for (int i = 0; i < nrows; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+
+			rows[i].id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+			rows[i].queue_id = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+			rows[i].concurrency = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+			rows[i].paused = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+		}
+	}
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	listed_at = GetCurrentTimestamp();
+
+	/* Counters: one entry per consumer, none for dropped ones. */
+	LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < nrows; i++)
+		(void) queue_consumer_stat(MyDatabaseId, rows[i].id, rows[i].queue_id);
+	for (int i = 0; i < queue_consumer_shared->nstats; i++)
+	{
+		QueueConsumerStat *st = &queue_consumer_shared->stats[i];
+		bool		listed = false;
+
+		if (st->dbid != MyDatabaseId)
+			continue;
+		for (int r = 0; r < nrows && !listed; r++)
+			listed = rows[r].id == st->consumer_id;
+		if (!listed)
+			st->dbid = InvalidOid;
+	}
+	LWLockRelease(queue_consumer_shared->lock);
+}
+
+static ConsumerRow *
+find_row(int64 id)
+{
+	for (int i = 0; i < nrows; i++)
+		if (rows[i].id == id)
+			return &rows[i];
+	return NULL;
+}
+
+/* Start the process of a claimed slot; false (slot freed) if none could be. */
+static bool
+start_consumer(int slot, int64 consumer_id, uint64 generation)
+{
+	BackgroundWorker bgw;
+	ConsumerStart cs;
+	MemoryContext old;
+	bool		ok;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "queue");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "queue_consumer_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "queue consumer " INT64_FORMAT " in database %u",
+			 consumer_id, MyDatabaseId);
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "queue consumer");
+	bgw.bgw_main_arg = Int32GetDatum(slot);
+	bgw.bgw_notify_pid = MyProcPid;
+	cs.dbid = MyDatabaseId;
+	cs.consumer_id = consumer_id;
+	cs.generation = generation;
+	memcpy(bgw.bgw_extra, &cs, sizeof(cs));
+
+	if (handles[slot] != NULL)
+	{
+		pfree(handles[slot]);
+		handles[slot] = NULL;
+	}
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	ok = RegisterDynamicBackgroundWorker(&bgw, &handles[slot]);
+	MemoryContextSwitchTo(old);
+	if (ok)
+	{
+		handle_gen[slot] = generation;
+		return true;
+	}
+	handles[slot] = NULL;
+	LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
+	if (queue_consumer_shared->slots[slot].generation == generation)
+		queue_consumer_shared->slots[slot].dbid = InvalidOid;
+	LWLockRelease(queue_consumer_shared->lock);
+	ereport(LOG,
+			(errmsg("queue worker could not start a process for consumer " INT64_FORMAT,
+					consumer_id),
+			 errhint("Raise max_worker_processes.")));
+	return false;
+}
+
+/*
+ * One pass of the database's worker: start the consumer processes that
+ * are missing, tell the unwanted ones to leave.  The worker's transaction
+ * of each pass has taken in invalidations already.
+ */
+void
+queue_consumers_tend(void)
+{
+	int			nslots;
+	TimestampTz now;
+	int		   *claimed;
+	int64	   *claimed_ids;
+	uint64	   *claimed_gen;
+	int			nclaimed = 0;
+
+	if (queue_consumer_shared == NULL || queue_consumer_shared->nslots == 0)
+		return;
+	nslots = queue_consumer_shared->nslots;
+	if (tend_cxt == NULL)
+	{
+		HASHCTL		ctl;
+
+		tend_cxt = AllocSetContextCreate(TopMemoryContext, "queue consumers",
+										 ALLOCSET_SMALL_SIZES);
+		handles = MemoryContextAllocZero(TopMemoryContext,
+										 nslots * sizeof(BackgroundWorkerHandle *));
+		handle_gen = MemoryContextAllocZero(TopMemoryContext, nslots * sizeof(uint64));
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(ConsumerStarted);
+		started = hash_create("queue consumers started", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(consumers_inval, (Datum) 0);
+	}
+	now = GetCurrentTimestamp();
+	if (consumers_stale || TimestampDifferenceExceeds(listed_at, now, CONSUMER_LIST_MAX_AGE_MS))
+		load_consumers();
+
+	claimed = palloc(nslots * sizeof(int));
+	claimed_ids = palloc(nslots * sizeof(int64));
+	claimed_gen = palloc(nslots * sizeof(uint64));
+	for (int r = 0; r < nrows; r++)
+		rows[r].running = 0;
+
+	LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < nslots; i++)
+	{
+		QueueConsumerSlot *s = &queue_consumer_shared->slots[i];
+		ConsumerRow *row;
+		pid_t		pid;
+
+		if (s->dbid != MyDatabaseId)
+			continue;
+		/* A process that never came up, or died before its exit hook ran. */
+		if (handles[i] != NULL && handle_gen[i] == s->generation &&
+			GetBackgroundWorkerPid(handles[i], &pid) == BGWH_STOPPED)
+		{
+			s->dbid = InvalidOid;
+			continue;
+		}
+		if ((handles[i] == NULL || handle_gen[i] != s->generation) && s->pid == 0 &&
+			TimestampDifferenceExceeds(s->claimed_at, now, CONSUMER_START_GRACE_MS))
+		{
+			s->dbid = InvalidOid;	/* claimed by an earlier worker of ours */
+			continue;
+		}
+		row = find_row(s->consumer_id);
+		if (row == NULL || row->paused || !have_catalog)
+			s->stop = true;
+		else if (!s->stop)
+		{
+			if (row->running >= row->concurrency)
+				s->stop = true;
+			else
+				row->running++;
+		}
+	}
+	for (int r = 0; r < nrows; r++)
+	{
+		ConsumerRow *row = &rows[r];
+		ConsumerStarted *st;
+		bool		found;
+
+		if (row->paused || row->running >= row->concurrency || held_back(now))
+			continue;
+		st = hash_search(started, &row->id, HASH_ENTER, &found);
+		if (found && !TimestampDifferenceExceeds(st->at, now, CONSUMER_RESTART_MS))
+			continue;
+		st->at = now;
+		for (int i = 0; i < nslots && row->running < row->concurrency; i++)
+		{
+			QueueConsumerSlot *s = &queue_consumer_shared->slots[i];
+
+			if (s->dbid != InvalidOid)
+				continue;
+			s->dbid = MyDatabaseId;
+			s->consumer_id = row->id;
+			s->generation = ++queue_consumer_shared->generation;
+			s->pid = 0;
+			s->stop = false;
+			s->claimed_at = now;
+			claimed[nclaimed] = i;
+			claimed_ids[nclaimed] = row->id;
+			claimed_gen[nclaimed] = s->generation;
+			nclaimed++;
+			row->running++;
+		}
+	}
+	LWLockRelease(queue_consumer_shared->lock);
+
+	for (int c = 0; c < nclaimed; c++)
+		if (!start_consumer(claimed[c], claimed_ids[c], claimed_gen[c]))
+			break;				/* no bgworker slot left: the rest too */
+	for (int c = 0; c < nclaimed; c++)
+	{
+		/* Those after a failure were never started: free them. */
+		if (handles[claimed[c]] == NULL || handle_gen[claimed[c]] != claimed_gen[c])
+		{
+			LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
+			if (queue_consumer_shared->slots[claimed[c]].generation == claimed_gen[c])
+				queue_consumer_shared->slots[claimed[c]].dbid = InvalidOid;
+			LWLockRelease(queue_consumer_shared->lock);
+		}
+	}
+
+	/* Forget the start times of dropped consumers. */
+	{
+		HASH_SEQ_STATUS status;
+		ConsumerStarted *st;
+
+		hash_seq_init(&status, started);
+		while ((st = hash_seq_search(&status)) != NULL)
+			if (find_row(st->id) == NULL)
+				hash_search(started, &st->id, HASH_REMOVE, NULL);
+	}
+}
