@@ -281,6 +281,75 @@ typedef enum BatchResult
 	BATCH_FAILED					/* failed before it had messages */
 } BatchResult;
 
+/*
+ * The batch's three statements, prepared once per process and kept (the
+ * handler's again only if its call changes: a replaced procedure, say).
+ */
+static SPIPlanPtr receive_plan = NULL;
+static SPIPlanPtr delete_plan = NULL;
+static SPIPlanPtr handler_plan = NULL;
+static char *handler_sql = NULL;
+static Oid	plans_msgs_type = InvalidOid;
+
+static SPIPlanPtr
+keep_plan(const char *sql, int nargs, Oid *types)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql, SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	return plan;
+}
+
+/* The kept plans, made (again) when missing or out of date. */
+static void
+batch_plans(const char *call, Oid msgs_type)
+{
+	bool		type_changed = msgs_type != plans_msgs_type;
+
+	if (type_changed)
+	{
+		/* queue.message was made again (the extension, say): start over */
+		if (receive_plan != NULL)
+			SPI_freeplan(receive_plan);
+		if (delete_plan != NULL)
+			SPI_freeplan(delete_plan);
+		receive_plan = delete_plan = NULL;
+		plans_msgs_type = msgs_type;
+	}
+	if (receive_plan == NULL)
+	{
+		Oid			rtypes[3] = {TEXTOID, INT4OID, TEXTOID};
+
+		receive_plan = keep_plan("SELECT pg_catalog.array_agg(m), pg_catalog.count(*)"
+								 " FROM queue.receive($1, max_messages => $2,"
+								 " wait => $3::pg_catalog.interval) m",
+								 3, rtypes);
+	}
+	if (delete_plan == NULL)
+	{
+		Oid			dtypes[2] = {TEXTOID, msgs_type};
+
+		delete_plan = keep_plan("SELECT pg_catalog.count(*) FROM queue.delete_batch($1,"
+								" ARRAY(SELECT m.receipt FROM pg_catalog.unnest($2) m)) d",
+								2, dtypes);
+	}
+	if (handler_plan == NULL || handler_sql == NULL || strcmp(handler_sql, call) != 0 ||
+		type_changed)
+	{
+		if (handler_plan != NULL)
+			SPI_freeplan(handler_plan);
+		handler_plan = NULL;
+		if (handler_sql != NULL)
+			pfree(handler_sql);
+		handler_sql = NULL;
+		handler_plan = keep_plan(call, 1, &msgs_type);
+		handler_sql = MemoryContextStrdup(TopMemoryContext, call);
+	}
+}
+
 static int	my_slot = -1;
 static ConsumerStart my_start;
 static char my_name[QUEUE_NAME_MAX + 1];
@@ -450,7 +519,6 @@ run_batch(MemoryContext cxt)
 			result = BATCH_GONE;
 		else
 		{
-			Oid			rtypes[3] = {TEXTOID, INT4OID, TEXTOID};
 			Datum		rargs[3];
 			Oid			msgs_type;
 			Datum		msgs;
@@ -482,15 +550,13 @@ run_batch(MemoryContext cxt)
 													   CStringGetDatum("message"),
 													   ObjectIdGetDatum(get_namespace_oid("queue", false))));
 			call = handler_call(&conf, msgs_type);
+			batch_plans(call, msgs_type);
 
 			/* Long poll: sleeps until a send commits, or 5 s. */
 			rargs[0] = PointerGetDatum(conf.queue_name);
 			rargs[1] = Int32GetDatum(conf.batch_size);
 			rargs[2] = CStringGetTextDatum(CONSUMER_WAIT);
-			rc = SPI_execute_with_args("SELECT pg_catalog.array_agg(m), pg_catalog.count(*)"
-									   " FROM queue.receive($1, max_messages => $2,"
-									   " wait => $3::pg_catalog.interval) m",
-									   3, rtypes, rargs, NULL, false, 1);
+			rc = SPI_execute_plan(receive_plan, rargs, NULL, false, 1);
 			if (rc != SPI_OK_SELECT || SPI_processed != 1)
 				elog(ERROR, "consumer receive failed: %s", SPI_result_code_string(rc));
 			received = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
@@ -499,7 +565,6 @@ run_batch(MemoryContext cxt)
 
 			if (received > 0)
 			{
-				Oid			dtypes[2] = {TEXTOID, msgs_type};
 				Datum		dargs[2];
 
 				/* The handler gets the visibility timeout (0: none). */
@@ -513,7 +578,7 @@ run_batch(MemoryContext cxt)
 										 (int) Min(conf.visibility_ms, INT_MAX));
 					timeout_armed = true;
 				}
-				rc = SPI_execute_with_args(call, 1, &msgs_type, &msgs, NULL, false, 0);
+				rc = SPI_execute_plan(handler_plan, &msgs, NULL, false, 0);
 				if (rc < 0)
 					elog(ERROR, "consumer handler call failed: %s", SPI_result_code_string(rc));
 
@@ -524,9 +589,7 @@ run_batch(MemoryContext cxt)
 				 */
 				dargs[0] = PointerGetDatum(conf.queue_name);
 				dargs[1] = msgs;
-				rc = SPI_execute_with_args("SELECT pg_catalog.count(*) FROM queue.delete_batch($1,"
-										   " ARRAY(SELECT m.receipt FROM pg_catalog.unnest($2) m)) d",
-										   2, dtypes, dargs, NULL, false, 0);
+				rc = SPI_execute_plan(delete_plan, dargs, NULL, false, 0);
 				if (rc != SPI_OK_SELECT)
 					elog(ERROR, "consumer delete failed: %s", SPI_result_code_string(rc));
 				if (timeout_armed)

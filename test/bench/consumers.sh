@@ -88,8 +88,9 @@ CYCLE=$(awk -v t="$TPS" 'BEGIN { print t * 10 }')
 result consumer_cycle_c2_b10 "$CYCLE" msgs/s 0 - "(standard full cycle, 2 clients, batch 10)"
 psql_run <<SQL
 SELECT queue.create('bench_c_sink');
+-- (the body names g, so the lateral call runs once per g, not once in all)
 SELECT count(*) FROM generate_series(1, $CONSUMER_N / 1000) g,
-	LATERAL queue.send_batch('bench_c_sink', array_fill(:'body'::text, ARRAY[1000]));
+	LATERAL queue.send_batch('bench_c_sink', array_fill((:'body' || repeat('', g))::text, ARRAY[1000]));
 VACUUM ANALYZE;
 CHECKPOINT;
 SQL
