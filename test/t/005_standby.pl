@@ -1,5 +1,6 @@
-# A hot standby runs no queue launcher or worker and refuses writes (25006);
-# once promoted, the launcher and a worker start and queues work.
+# A hot standby runs no queue launcher, worker or consumer and refuses
+# writes (25006); once promoted, the launcher, a worker and the consumers
+# start and queues work.
 use strict;
 use warnings;
 
@@ -24,7 +25,15 @@ SELECT queue.send('sb', 'from primary');
 SELECT queue.create('sb_topic_q');
 SELECT queue.create_topic('sb_topic');
 SELECT queue.subscribe('sb_topic', 'sb_topic_q');
+SELECT queue.create('sb_cons');
+CREATE TABLE sb_done (body text);
+CREATE FUNCTION sb_handler(msgs queue.message[]) RETURNS void LANGUAGE sql
+	AS 'INSERT INTO public.sb_done SELECT (m).body FROM unnest(msgs) m';
+SELECT queue.create_consumer('sb_consumer', 'sb_cons', 'sb_handler(queue.message[])');
+SELECT queue.send('sb_cons', 'on primary');
 ));
+ok( $primary->poll_query_until('postgres', "SELECT count(*) = 1 FROM sb_done"),
+	'a consumer runs on the primary');
 ok( $primary->poll_query_until(
 		'postgres',
 		"SELECT count(*) = 1 FROM pg_stat_activity WHERE backend_type = 'queue worker'"
@@ -69,6 +78,13 @@ is($standby->safe_psql('postgres', "SELECT topic_name || ' ' || queue_name FROM 
 	'sb_topic sb_topic_q', 'the standby shows the topics and subscriptions');
 like(standby_error("SELECT * FROM queue.receive('sb', wait => '5 s')"),
 	qr/ERROR:  25006: /, 'a waiting receive on the standby: 25006, not a wait');
+is( $standby->safe_psql(
+		'postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'queue consumer'"),
+	'0',
+	'no consumer process on the standby');
+is($standby->safe_psql('postgres', "SELECT consumer_name || ' ' || queue_name FROM queue.consumers"),
+	'sb_consumer sb_cons', 'the standby shows the consumer');
 unlike(slurp_file($standby->logfile), qr/background worker "queue/,
 	'no queue background worker ran on the standby');
 
@@ -94,6 +110,10 @@ is( $standby->safe_psql(
 	'promoted: send and receive work');
 is($standby->safe_psql('postgres', "SELECT delivered FROM queue.publish('sb_topic', 'after promotion')"),
 	'1', 'promoted: publish delivers');
+$standby->safe_psql('postgres', "SELECT queue.send('sb_cons', 'after promotion')");
+ok( $standby->poll_query_until(
+		'postgres', "SELECT string_agg(body, ',' ORDER BY body) = 'after promotion,on primary' FROM sb_done"),
+	'promoted: the consumer runs and handles a new message');
 
 $standby->stop;
 $primary->stop;
