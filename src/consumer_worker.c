@@ -83,8 +83,14 @@ int			queue_max_consumer_processes = 8;
  * ------------------------------------------------------------------------
  */
 
+static shmem_request_hook_type prev_shmem_request_hook = NULL;
+static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
+static void consumer_shmem_request(void);
+static void consumer_shmem_startup(void);
+
+/* From _PG_init: the setting, and with preload the shared memory. */
 void
-queue_consumer_define_gucs(void)
+queue_consumer_init(void)
 {
 	DefineCustomIntVariable("queue.max_consumer_processes",
 							"Consumer processes the server may run at once, over all databases.",
@@ -93,6 +99,12 @@ queue_consumer_define_gucs(void)
 							8, 0, 1024,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
+	if (!process_shared_preload_libraries_in_progress)
+		return;
+	prev_shmem_request_hook = shmem_request_hook;
+	shmem_request_hook = consumer_shmem_request;
+	prev_shmem_startup_hook = shmem_startup_hook;
+	shmem_startup_hook = consumer_shmem_startup;
 }
 
 /* Consumers whose counters shared memory keeps: paused ones have some too. */
@@ -112,21 +124,23 @@ consumer_shmem_size(void)
 	return add_size(size, mul_size(stat_slots(), sizeof(QueueConsumerStat)));
 }
 
-/* From shmem.c's shmem_request_hook. */
-void
-queue_consumer_shmem_request(void)
+static void
+consumer_shmem_request(void)
 {
+	if (prev_shmem_request_hook)
+		prev_shmem_request_hook();
 	RequestAddinShmemSpace(consumer_shmem_size());
 	RequestNamedLWLockTranche("queue consumers", 1);
 }
 
-/* From shmem.c's shmem_startup_hook. */
-void
-queue_consumer_shmem_startup(void)
+static void
+consumer_shmem_startup(void)
 {
 	bool		found;
 	char	   *base;
 
+	if (prev_shmem_startup_hook)
+		prev_shmem_startup_hook();
 	LWLockAcquire(AddinShmemInitLock, LW_EXCLUSIVE);
 	base = ShmemInitStruct("queue consumers", consumer_shmem_size(), &found);
 	queue_consumer_shared = (QueueConsumerShared *) base;

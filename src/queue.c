@@ -68,7 +68,7 @@ _PG_init(void)
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
 	queue_failed_init();
-	queue_consumer_define_gucs();
+	queue_consumer_init();
 	MarkGUCPrefixReserved("queue");
 
 	queue_catalog_init();

@@ -523,9 +523,7 @@ typedef struct QueueConsumerShared
 
 extern QueueConsumerShared *queue_consumer_shared;
 extern int	queue_max_consumer_processes;
-extern void queue_consumer_define_gucs(void);
-extern void queue_consumer_shmem_request(void);
-extern void queue_consumer_shmem_startup(void);
+extern void queue_consumer_init(void);
 extern QueueConsumerStat *queue_consumer_stat(Oid dbid, int64 consumer_id,
 											  int64 queue_id);
 extern void queue_consumers_tend(void);

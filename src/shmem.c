@@ -143,7 +143,6 @@ queue_shmem_request(void)
 	RequestAddinShmemSpace(shared_size());
 	RequestAddinShmemSpace(prepared_size());
 	RequestNamedLWLockTranche("queue", 1);
-	queue_consumer_shmem_request();
 }
 
 static void
@@ -188,7 +187,6 @@ queue_shmem_startup(void)
 		}
 	}
 	LWLockRelease(AddinShmemInitLock);
-	queue_consumer_shmem_startup();
 
 	/*
 	 * The postmaster keeps the counters across a clean restart: it loads
