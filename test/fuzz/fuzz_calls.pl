@@ -230,6 +230,24 @@ sub privileges {
 		"ARRAY[" . random_text() . "]");
 }
 
+my @consumers = qw(fz_c1 fz_c2);
+
+sub consumer_name {
+	my $r = rand();
+	return 'NULL' if $r < 0.05;
+	return lit(pick(@consumers)) if $r < 0.80;
+	return random_text() if $r < 0.88;
+	return pick(@bad_names);
+}
+
+sub handler {
+	return pick("'public.fz_handler(queue.message[])'", "'public.fz_handler(queue.message[])'",
+		"'public.fz_not_handler(int)'", "'pg_catalog.now()'", 'NULL', "'public.fz_nothing(int)'",
+		random_text());
+}
+
+sub retry_kind { return pick("'exponential'", "'fixed'", 'NULL', "''", random_text()); }
+
 sub dedup_scope { return pick('NULL', "'queue'", "'message_group'", "''", "'group'", random_text()); }
 
 sub redrive_allow {
@@ -260,7 +278,8 @@ my @attr_args = (
 	content_based_deduplication => \&boolean, deduplication_window => \&interval,
 	deduplication_scope => \&dedup_scope,
 	dead_letter_queue => sub { rand() < 0.5 ? queue_name() : "''" },
-	max_receive_count => \&int4, redrive_allow => \&redrive_allow, tags => \&jsonb_obj);
+	max_receive_count => \&int4, redrive_allow => \&redrive_allow, retry_delay => \&interval,
+	tags => \&jsonb_obj);
 
 # Each entry: name => sub returning (sql, rollback).
 my %calls = (
@@ -346,6 +365,16 @@ my %calls = (
 	grant_topic => sub { return (call_sql('grant_topic', topic_name(), role_name(), topic_privileges()), 1); },
 	revoke_topic => sub { return (call_sql('revoke_topic', topic_name(), role_name(), topic_privileges()), 1); },
 	topics => sub { return ("SELECT * FROM queue.topics, queue.subscriptions", 0); },
+	create_consumer => sub {
+		return (call_sql('create_consumer', consumer_name(), queue_name(), handler(),
+			named(batch_size => \&int4, concurrency => \&int4, retry => \&retry_kind)), rand() < 0.7);
+	},
+	drop_consumer => sub {
+		return (call_sql('drop_consumer', consumer_name(), named(if_exists => \&boolean)), rand() < 0.5);
+	},
+	pause_consumer => sub { return (call_sql('pause_consumer', consumer_name()), rand() < 0.5); },
+	resume_consumer => sub { return (call_sql('resume_consumer', consumer_name()), rand() < 0.5); },
+	consumers => sub { return ("SELECT * FROM queue.consumers", 0); },
 );
 # Sends and receives more often, so the queues hold messages and receipts.
 my @weighted = ((sort keys %calls), qw(send send send_batch receive receive receive delete

@@ -108,6 +108,9 @@ SELECT queue.create('fz_fifo_dlq', fifo => true);
 SELECT queue.create('fz_fifo_src', fifo => true, dead_letter_queue => 'fz_fifo_dlq', max_receive_count => 1,
 	visibility_timeout => '0', deduplication_scope => 'message_group');
 SELECT queue.grant('fz_std', 'fz_role', '{send, receive}');
+CREATE FUNCTION public.fz_handler(msgs queue.message[]) RETURNS void LANGUAGE sql AS 'SELECT';
+CREATE FUNCTION public.fz_not_handler(x int) RETURNS void LANGUAGE sql AS 'SELECT';
+GRANT EXECUTE ON FUNCTION public.fz_handler(queue.message[]) TO fz_role;
 SELECT queue.create_topic('fz_topic');
 SELECT queue.create_topic('fz_topic_fifo', fifo => true);
 SELECT queue.subscribe('fz_topic', 'fz_std');
