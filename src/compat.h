@@ -26,6 +26,15 @@ typedef uint8 QueueB64Byte;
 typedef char QueueB64Byte;
 #endif
 
+/*
+ * A function that never returns: from 18 pg_noreturn, written before the
+ * declaration (pg_attribute_noreturn(), written after it, is gone).  C11's
+ * _Noreturn, which 18's pg_noreturn is, serves 15 and 17 as well.
+ */
+#if PG_VERSION_NUM < 180000
+#define pg_noreturn _Noreturn
+#endif
+
 /* index_beginscan takes an IndexScanInstrumentation (none here) from 18. */
 #if PG_VERSION_NUM >= 180000
 #define queue_index_beginscan(heap, index, snap, nkeys, norderbys) \

@@ -185,9 +185,9 @@ queue_binding_match(const char *binding, const char *routing_key)
  * ----------------------------------------------------------------
  */
 
-static void policy_error(const char *path, const char *what) pg_attribute_noreturn();
+pg_noreturn static void policy_error(const char *path, const char *what);
 
-static void
+pg_noreturn static void
 policy_error(const char *path, const char *what)
 {
 	ereport(ERROR,
