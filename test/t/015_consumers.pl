@@ -258,6 +258,40 @@ ok($node->poll_query_until('postgres',
 is(sql("SELECT role FROM queue.consumers WHERE consumer_name = 'c_snoop'"), 'lowly', 'it runs as its role');
 sql("SELECT queue.drop_consumer('c_snoop'); SELECT queue.purge('lq')");
 
+# a handler that tries to become another role is refused
+sql(q(
+SET ROLE lowly;
+CREATE FUNCTION lowly.h_climb(msgs queue.message[]) RETURNS void LANGUAGE plpgsql AS $$
+BEGIN
+	EXECUTE 'SET ROLE postgres';
+END
+$$;
+SELECT queue.create_consumer('c_climb', 'lq', 'lowly.h_climb(queue.message[])');
+RESET ROLE;
+SELECT queue.send('lq', 'climb');
+));
+ok($node->poll_query_until('postgres',
+		"SELECT state = 'failing' AND last_error LIKE '42501: %' FROM queue.consumers WHERE consumer_name = 'c_climb'"),
+	'a handler that runs SET ROLE to a superuser fails with 42501');
+sql("SELECT queue.drop_consumer('c_climb'); SELECT queue.purge('lq')");
+
+# a handler that outlives the visibility timeout is cancelled, its batch retried
+sql(q(
+SELECT queue.create('tq', visibility_timeout => '1 s');
+CREATE FUNCTION public.h_too_slow(msgs queue.message[]) RETURNS void LANGUAGE sql AS $$
+	SELECT pg_catalog.pg_sleep(3)
+$$;
+SELECT queue.create_consumer('c_slow', 'tq', 'public.h_too_slow(queue.message[])');
+SELECT queue.send('tq', 'slow');
+));
+ok($node->poll_query_until('postgres',
+		"SELECT state = 'failing' AND last_error LIKE '57014: %statement timeout%'"
+		  . " FROM queue.consumers WHERE consumer_name = 'c_slow'"),
+	'a handler longer than the visibility timeout is cancelled by its statement_timeout (57014)');
+ok($node->poll_query_until('postgres', "SELECT receive_count >= 2 FROM queue.peek('tq')"),
+	'and its batch is retried, each try counted');
+sql("SELECT queue.drop_consumer('c_slow'); SELECT queue.drop('tq')");
+
 sql(q(SET ROLE lowly; SELECT queue.create_consumer('c_low', 'lq', 'public.h_low(queue.message[])')));
 sql("SELECT queue.send('lq', 'l1')");
 ok($node->poll_query_until('postgres', "SELECT count(*) = 1 FROM public.low_done"),
