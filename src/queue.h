@@ -294,6 +294,7 @@ extern bool queue_receive_one_group;
 extern uint64 queue_receipt_nonce(void);
 extern text *queue_receipt_make(int64 queue_id, int64 message_id, uint64 nonce);
 extern void queue_receipt_parse(text *receipt, int64 queue_id,
+								const char *argname, int ordinal,
 								int64 *message_id, uint64 *nonce);
 
 /* args.c */

@@ -154,21 +154,28 @@ queue_receipt_make(int64 queue_id, int64 message_id, uint64 nonce)
 	return out;
 }
 
-static void
-forged(const char *why)
+pg_noreturn static void
+forged(const char *argname, int ordinal, const char *why)
 {
+	if (ordinal > 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
+				 errmsg("argument \"%s\" entry %d is not a valid receipt", argname, ordinal),
+				 errdetail("%s", why)));
 	ereport(ERROR,
 			(errcode(ERRCODE_INVALID_TEXT_REPRESENTATION),
-			 errmsg("argument \"receipt\" is not a valid receipt"),
+			 errmsg("argument \"%s\" is not a valid receipt", argname),
 			 errdetail("%s", why)));
 }
 
 /*
  * Check a receipt given for queue_id and return the message id and nonce it
- * carries; 22P02 for anything not issued by a receive of this queue.
+ * carries; 22P02 for anything not issued by a receive of this queue, naming
+ * the argument and, in a batch, the entry (1-based, as the batch calls'
+ * ordinal; 0 for a single receipt).
  */
 void
-queue_receipt_parse(text *receipt, int64 queue_id,
+queue_receipt_parse(text *receipt, int64 queue_id, const char *argname, int ordinal,
 					int64 *message_id, uint64 *nonce)
 {
 	uint8		bin[RECEIPT_BIN_LEN + 3];
@@ -177,17 +184,17 @@ queue_receipt_parse(text *receipt, int64 queue_id,
 	uint8		diff = 0;
 
 	if (len != RECEIPT_TEXT_LEN)
-		forged("A receipt is 44 characters long.");
+		forged(argname, ordinal, "A receipt is 44 characters long.");
 	if (pg_b64_decode(VARDATA_ANY(receipt), len, (QueueB64Byte *) bin, sizeof(bin)) != RECEIPT_BIN_LEN ||
 		bin[0] != RECEIPT_VERSION)
-		forged("It does not decode.");
+		forged(argname, ordinal, "It does not decode.");
 	receipt_mac(bin, mac);
 	for (int i = 0; i < RECEIPT_MAC_LEN; i++)
 		diff |= mac[i] ^ bin[RECEIPT_BODY_LEN + i];
 	if (diff != 0)
-		forged("Its signature does not match.");
+		forged(argname, ordinal, "Its signature does not match.");
 	if ((int64) get64(bin + 1) != queue_id)
-		forged("It was issued by another queue.");
+		forged(argname, ordinal, "It was issued by another queue.");
 	*message_id = (int64) get64(bin + 9);
 	*nonce = get64(bin + 17);
 }

@@ -52,7 +52,7 @@ parse_batch(ArrayType *arr, int64 queue_id, ReceiptBatch *b)
 	b->nonces = palloc(b->n * sizeof(uint64));
 	b->done = palloc0(b->n * sizeof(bool));
 	for (int i = 0; i < b->n; i++)
-		queue_receipt_parse(DatumGetTextPP(elems[i]), queue_id,
+		queue_receipt_parse(DatumGetTextPP(elems[i]), queue_id, "receipts", i + 1,
 							&b->ids[i], &b->nonces[i]);
 }
 
@@ -232,7 +232,7 @@ queue_delete(PG_FUNCTION_ARGS)
 	queue_check_read_write();
 
 	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_RECEIVE);
-	queue_receipt_parse(PG_GETARG_TEXT_PP(1), q->id, &id, &nonce);
+	queue_receipt_parse(PG_GETARG_TEXT_PP(1), q->id, "receipt", 0, &id, &nonce);
 
 	/* FIFO deletes lock and refresh the group: the batch path does that. */
 	if (q->fifo)
@@ -325,7 +325,7 @@ queue_change_visibility(PG_FUNCTION_ARGS)
 	queue_check_read_write();
 
 	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_RECEIVE);
-	queue_receipt_parse(PG_GETARG_TEXT_PP(1), q->id, &id, &nonce);
+	queue_receipt_parse(PG_GETARG_TEXT_PP(1), q->id, "receipt", 0, &id, &nonce);
 	now = GetCurrentTimestamp();
 	visible_at = new_visible_at(fcinfo, 2, q, now);
 

@@ -419,6 +419,9 @@ SELECT label,
 	   pg_temp.try(format('SELECT queue.change_visibility_batch(%L, %L, %L)', queue_name,
 			ARRAY[CASE queue_name WHEN 'bi_q' THEN :'r' WHEN 'bi_fifo' THEN :'rf' END, receipt], '0')) AS change_visibility_batch
 FROM receipt_case WHERE queue_name <> 'bi_gone' ORDER BY label;
+-- the entry at fault is named, 1-based like the batch calls' ordinal
+SELECT pg_temp.try(format('SELECT queue.delete_batch(%L, %L)', 'bi_q',
+	ARRAY[:'r', :'r', 'not a receipt'])) AS third_entry;
 -- the same, committed
 SELECT label, left(pg_temp.err(format('SELECT queue.delete_batch(%L, %L)', 'bi_q', ARRAY[:'r', receipt])), 5) AS delete_batch
 FROM receipt_case WHERE queue_name = 'bi_q' ORDER BY label;
