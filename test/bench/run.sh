@@ -619,4 +619,6 @@ fi
 # --- summary -------------------------------------------------------------------------
 
 . "$HERE/summary.sh"
+# shellcheck source=chart.sh
+. "$HERE/chart.sh"
 echo "== done in $(( $(date +%s) - T_START )) s"
