@@ -20,6 +20,7 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "storage/proc.h"
 #include "storage/sinval.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -38,7 +39,19 @@ typedef struct CacheEntry
 {
 	QueueMeta	meta;			/* meta.name is the key */
 	bool		valid;
+	uint64		used;			/* lookup tick of its last use */
+	LocalTransactionId used_lxid;	/* ... and that lookup's transaction */
 } CacheEntry;
+
+/*
+ * How many queues a backend keeps prepared plans for (queue.plan_cache_queues,
+ * 0: all).  A backend that touches more frees the plans of the queue it used
+ * longest ago, never one used in the current transaction (its plans may be
+ * running); the metadata stays.  Plans take about 66 KB a queue: 1,000
+ * queues cost a backend 66 MB of plans without a bound.
+ */
+int			queue_plan_cache_queues = 0;
+static uint64 use_tick = 0;
 
 static HTAB *queue_cache = NULL;
 static SPIPlanPtr lookup_plan = NULL;
@@ -256,6 +269,49 @@ load_entry(CacheEntry *e, text *name)
 	return true;
 }
 
+static bool
+has_plans(QueueMeta *q)
+{
+	for (int i = 0; i < QP_NUM_PLANS; i++)
+		if (q->plans[i] != NULL)
+			return true;
+	return false;
+}
+
+/*
+ * Mark e used now; when it has no plans yet (it is about to get some) and
+ * the bound is reached, free the plans of the queues used longest ago.
+ */
+static void
+note_use(CacheEntry *e)
+{
+	e->used = ++use_tick;
+	e->used_lxid = MyProc->lxid;
+	if (queue_plan_cache_queues <= 0 || has_plans(&e->meta))
+		return;
+	for (;;)
+	{
+		HASH_SEQ_STATUS status;
+		CacheEntry *c;
+		CacheEntry *oldest = NULL;
+		int			nplanned = 0;
+
+		hash_seq_init(&status, queue_cache);
+		while ((c = hash_seq_search(&status)) != NULL)
+		{
+			if (c == e || !has_plans(&c->meta))
+				continue;
+			nplanned++;
+			if (c->used_lxid != MyProc->lxid &&
+				(oldest == NULL || c->used < oldest->used))
+				oldest = c;
+		}
+		if (nplanned < queue_plan_cache_queues || oldest == NULL)
+			return;
+		queue_release_plans(&oldest->meta);
+	}
+}
+
 /*
  * The metadata of a queue by name, for a caller inside SPI_connect.  Checks
  * the name first; 42704 when there is no such queue.
@@ -297,7 +353,10 @@ queue_lookup_extended(text *name, bool missing_ok)
 
 	e = hash_search(queue_cache, key, HASH_ENTER, &found);
 	if (found && e->valid)
+	{
+		note_use(e);
 		return &e->meta;
+	}
 	if (found)
 		queue_release_plans(&e->meta);
 	memset(&e->meta.plans, 0, sizeof(e->meta.plans));
@@ -314,5 +373,6 @@ queue_lookup_extended(text *name, bool missing_ok)
 				 errmsg("queue \"%s\" does not exist", key)));
 	}
 	e->valid = (inval_count == count_before);
+	note_use(e);
 	return &e->meta;
 }

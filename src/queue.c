@@ -45,6 +45,13 @@ _PG_init(void)
 							8192, 16, 1000000,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
+	DefineCustomIntVariable("queue.plan_cache_queues",
+							"Queues a backend keeps prepared statements for (0: every queue it uses).",
+							"Beyond this many, the plans of the queue used longest ago are freed.",
+							&queue_plan_cache_queues,
+							0, 0, 1000000,
+							PGC_USERSET, 0,
+							NULL, NULL, NULL);
 	DefineCustomBoolVariable("queue.worker_enabled",
 							 "Runs the queue background workers (sweeps of expired messages and ids).",
 							 NULL,

@@ -139,6 +139,7 @@ extern void queue_check_may_see(int64 queue_id);
 extern void queue_check_name(text *name, const char *argname);
 extern QueueMeta *queue_lookup(text *name);
 extern QueueMeta *queue_lookup_extended(text *name, bool missing_ok);
+extern int	queue_plan_cache_queues;
 extern Oid	queue_data_relid(const char *name);
 extern Oid	queue_table_relid(int64 queue_id, char kind);
 extern void queue_catalog_init(void);
