@@ -286,7 +286,7 @@ static void
 note_use(CacheEntry *e)
 {
 	e->used = ++use_tick;
-	e->used_lxid = MyProc->lxid;
+	e->used_lxid = QueueMyLocalXid();
 	if (queue_plan_cache_queues <= 0 || has_plans(&e->meta))
 		return;
 	for (;;)
@@ -302,7 +302,7 @@ note_use(CacheEntry *e)
 			if (c == e || !has_plans(&c->meta))
 				continue;
 			nplanned++;
-			if (c->used_lxid != MyProc->lxid &&
+			if (c->used_lxid != QueueMyLocalXid() &&
 				(oldest == NULL || c->used < oldest->used))
 				oldest = c;
 		}

@@ -35,6 +35,13 @@ typedef char QueueB64Byte;
 #define pg_noreturn _Noreturn
 #endif
 
+/* The backend's local transaction id: in PGPROC's vxid from 17. */
+#if PG_VERSION_NUM >= 170000
+#define QueueMyLocalXid()	(MyProc->vxid.lxid)
+#else
+#define QueueMyLocalXid()	(MyProc->lxid)
+#endif
+
 /* index_beginscan takes an IndexScanInstrumentation (none here) from 18. */
 #if PG_VERSION_NUM >= 180000
 #define queue_index_beginscan(heap, index, snap, nkeys, norderbys) \
