@@ -226,6 +226,25 @@ SELECT queue_name, body FROM queue.queues q, LATERAL queue.peek(q.queue_name) m
  WHERE q.queue_name IN ('demo', 'demo_eu') ORDER BY 1, m.message_id;
 SELECT queue.purge('demo') AS purged;
 
+\echo '-- a consumer: the worker receives, calls a SQL function with the batch, deletes and commits'
+CREATE TABLE IF NOT EXISTS demo_shipped (body text, shipped_at timestamptz DEFAULT now());
+TRUNCATE demo_shipped;
+CREATE OR REPLACE FUNCTION demo_ship(msgs queue.message[]) RETURNS void LANGUAGE sql AS
+  'INSERT INTO public.demo_shipped (body) SELECT m.body FROM pg_catalog.unnest(msgs) m';
+SELECT queue.create('demo_jobs') AS queue_id;
+SELECT queue.create_consumer('demo_shipper', 'demo_jobs', 'demo_ship(queue.message[])') AS consumer_id;
+SELECT message_id FROM queue.send('demo_jobs', 'ship order 45');
+DO $$
+BEGIN
+	FOR i IN 1 .. 200 LOOP  -- the consumer is woken by the commit; wait up to 10 s
+		EXIT WHEN EXISTS (SELECT FROM public.demo_shipped);
+		PERFORM pg_sleep(0.05);
+	END LOOP;
+END
+$$;
+SELECT body AS shipped FROM demo_shipped;
+SELECT consumer_name, queue_name, state, processed FROM queue.consumers;
+
 \echo '-- queue.stats'
 \x on
 SELECT * FROM queue.stats WHERE queue_name = 'demo';
