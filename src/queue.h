@@ -524,6 +524,14 @@ typedef struct QueueConsumerShared
 } QueueConsumerShared;
 
 extern QueueConsumerShared *queue_consumer_shared;
+
+/* What a consumer process gets in bgw_extra (consumer_tend.c starts it). */
+typedef struct ConsumerStart
+{
+	Oid			dbid;
+	int64		consumer_id;
+	uint64		generation;
+} ConsumerStart;
 extern int	queue_max_consumer_processes;
 extern void queue_consumer_init(void);
 extern QueueConsumerStat *queue_consumer_stat(Oid dbid, int64 consumer_id,

@@ -1,0 +1,414 @@
+/*-------------------------------------------------------------------------
+ *
+ * consumer_tend.c
+ *	  How the database's queue worker keeps the consumer processes
+ *	  (consumer_worker.c) running, and how DROP DATABASE and DROP EXTENSION
+ *	  stop them.
+ *
+ * The queue worker calls queue_consumers_tend on every pass: it re-reads
+ * queue._consumers when a relcache invalidation says it changed (the
+ * administrative functions send one) or every CONSUMER_LIST_MAX_AGE_MS,
+ * starts the processes that are missing (concurrency per consumer, at
+ * most queue.max_consumer_processes in the cluster, one slot each in
+ * shared memory) and tells those whose consumer was dropped or paused to
+ * leave.  A process that dies is started again by the next pass, at most
+ * once per CONSUMER_RESTART_MS per consumer.  The worker runs only on a
+ * primary, so consumers pause on a hot standby and start on promotion.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_extension.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "miscadmin.h"
+#include "pgstat.h"
+#include "postmaster/bgworker.h"
+#include "storage/ipc.h"
+#include "utils/builtins.h"
+#include "utils/hsearch.h"
+#include "utils/inval.h"
+#include "utils/lsyscache.h"
+#include "utils/memutils.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "queue.h"
+
+#define CONSUMER_LIST_MAX_AGE_MS	10000
+#define CONSUMER_RESTART_MS			1000
+#define CONSUMER_START_GRACE_MS		30000	/* a claimed slot's process must run by then */
+#define CONSUMER_HOLD_MS			10000	/* after DROP EXTENSION, DROP DATABASE */
+
+/*
+ * DROP DATABASE and friends (worker.c) stop a database's consumer
+ * processes with its worker: they are sessions of that database too.
+ * DROP EXTENSION stops them too: a batch holds locks on the extension's
+ * tables in its own order, and the drop would wait for it or deadlock
+ * with it.  No process of that database starts again for
+ * CONSUMER_HOLD_MS (by then the command committed, and the worker left,
+ * or it failed, and they come back).
+ */
+void
+queue_consumers_stop_db(Oid dbid)
+{
+	int			held = 0;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (queue_consumer_shared == NULL)
+		return;
+	LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < QUEUE_CONSUMER_HELD; i++)
+	{
+		if (queue_consumer_shared->held_db[i] == dbid)
+		{
+			held = i;
+			break;
+		}
+		if (queue_consumer_shared->held_until[i] < queue_consumer_shared->held_until[held])
+			held = i;			/* else the one that ends first */
+	}
+	queue_consumer_shared->held_db[held] = dbid;
+	queue_consumer_shared->held_until[held] = now + CONSUMER_HOLD_MS * 1000;
+	for (int i = 0; i < queue_consumer_shared->nslots; i++)
+	{
+		QueueConsumerSlot *s = &queue_consumer_shared->slots[i];
+
+		if (s->dbid != dbid)
+			continue;
+		s->stop = true;
+		if (s->pid != 0)
+			kill(s->pid, SIGTERM);
+	}
+	LWLockRelease(queue_consumer_shared->lock);
+}
+
+/*
+ * DROP EXTENSION (the utility hook, worker.c), before it runs: stop this
+ * database's consumers if it drops queue, and the role may drop it (no
+ * one else can make them stop by issuing a drop that is then refused).
+ */
+void
+queue_consumers_drop_extension(List *names)
+{
+	ListCell   *lc;
+
+	foreach(lc, names)
+	{
+		Oid			extid;
+
+		if (strcmp(strVal(lfirst(lc)), "queue") != 0)
+			continue;
+		extid = get_extension_oid("queue", true);
+		if (OidIsValid(extid) && queue_extension_ownercheck(extid, GetUserId()))
+			queue_consumers_stop_db(MyDatabaseId);
+	}
+}
+
+/* Whether this database's consumers are held back (queue_consumers_stop_db). */
+static bool
+held_back(TimestampTz now)
+{
+	for (int i = 0; i < QUEUE_CONSUMER_HELD; i++)
+		if (queue_consumer_shared->held_db[i] == MyDatabaseId &&
+			now < queue_consumer_shared->held_until[i])
+			return true;
+	return false;
+}
+
+/* ------------------------------------------------------------------------
+ * Tending (the database's queue worker)
+ * ------------------------------------------------------------------------
+ */
+
+typedef struct ConsumerRow
+{
+	int64		id;
+	int64		queue_id;
+	int32		concurrency;
+	bool		paused;
+	int			running;		/* this pass: its live slots not told to stop */
+} ConsumerRow;
+
+/* When a consumer's processes were last started: restarts wait. */
+typedef struct ConsumerStarted
+{
+	int64		id;				/* hash key */
+	TimestampTz at;
+} ConsumerStarted;
+
+static bool consumers_stale = true;
+static Oid	consumers_relid = InvalidOid;
+static Oid	queues_relid = InvalidOid;
+static MemoryContext tend_cxt = NULL;
+static ConsumerRow *rows = NULL;
+static int	nrows = 0;
+static bool have_catalog = false;
+static TimestampTz listed_at = 0;
+static HTAB *started = NULL;
+static BackgroundWorkerHandle **handles = NULL;
+static uint64 *handle_gen = NULL;
+
+static void
+consumers_inval(Datum arg, Oid relid)
+{
+	if (!OidIsValid(relid) || relid == consumers_relid || relid == queues_relid)
+		consumers_stale = true;
+}
+
+/* Read queue._consumers (none before 1.3), in a transaction of its own. */
+static void
+load_consumers(void)
+{
+	Oid			nsp;
+
+	MemoryContextReset(tend_cxt);
+	rows = NULL;
+	nrows = 0;
+	consumers_stale = false;
+	StartTransactionCommand();
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	nsp = get_namespace_oid("queue", true);
+	consumers_relid = OidIsValid(nsp) ? get_relname_relid("_consumers", nsp) : InvalidOid;
+	queues_relid = OidIsValid(nsp) ? get_relname_relid("_queues", nsp) : InvalidOid;
+	have_catalog = OidIsValid(consumers_relid);
+	if (have_catalog)
+	{
+		if (SPI_execute("SELECT consumer_id, queue_id, concurrency, paused"
+						" FROM queue._consumers ORDER BY consumer_id", true, 0) != SPI_OK_SELECT)
+			elog(ERROR, "could not list consumers");
+		nrows = SPI_processed;
+		rows = MemoryContextAllocZero(tend_cxt, Max(nrows, 1) * sizeof(ConsumerRow));
+		for (int i = 0; i < nrows; i++)
+		{
+			HeapTuple	tup = SPI_tuptable->vals[i];
+			TupleDesc	desc = SPI_tuptable->tupdesc;
+			bool		isnull;
+
+			rows[i].id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+			rows[i].queue_id = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+			rows[i].concurrency = DatumGetInt32(SPI_getbinval(tup, desc, 3, &isnull));
+			rows[i].paused = DatumGetBool(SPI_getbinval(tup, desc, 4, &isnull));
+		}
+	}
+	SPI_finish();
+	PopActiveSnapshot();
+	CommitTransactionCommand();
+	listed_at = GetCurrentTimestamp();
+
+	/* Counters: one entry per consumer, none for dropped ones. */
+	LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < nrows; i++)
+		(void) queue_consumer_stat(MyDatabaseId, rows[i].id, rows[i].queue_id);
+	for (int i = 0; i < queue_consumer_shared->nstats; i++)
+	{
+		QueueConsumerStat *st = &queue_consumer_shared->stats[i];
+		bool		listed = false;
+
+		if (st->dbid != MyDatabaseId)
+			continue;
+		for (int r = 0; r < nrows && !listed; r++)
+			listed = rows[r].id == st->consumer_id;
+		if (!listed)
+			st->dbid = InvalidOid;
+	}
+	LWLockRelease(queue_consumer_shared->lock);
+}
+
+static ConsumerRow *
+find_row(int64 id)
+{
+	for (int i = 0; i < nrows; i++)
+		if (rows[i].id == id)
+			return &rows[i];
+	return NULL;
+}
+
+/* Start the process of a claimed slot; false (slot freed) if none could be. */
+static bool
+start_consumer(int slot, int64 consumer_id, uint64 generation)
+{
+	BackgroundWorker bgw;
+	ConsumerStart cs;
+	MemoryContext old;
+	bool		ok;
+
+	memset(&bgw, 0, sizeof(bgw));
+	bgw.bgw_flags = BGWORKER_SHMEM_ACCESS | BGWORKER_BACKEND_DATABASE_CONNECTION;
+	bgw.bgw_start_time = BgWorkerStart_RecoveryFinished;
+	bgw.bgw_restart_time = BGW_NEVER_RESTART;
+	snprintf(bgw.bgw_library_name, BGW_MAXLEN, "queue");
+	snprintf(bgw.bgw_function_name, BGW_MAXLEN, "queue_consumer_main");
+	snprintf(bgw.bgw_name, BGW_MAXLEN, "queue consumer " INT64_FORMAT " in database %u",
+			 consumer_id, MyDatabaseId);
+	snprintf(bgw.bgw_type, BGW_MAXLEN, "queue consumer");
+	bgw.bgw_main_arg = Int32GetDatum(slot);
+	bgw.bgw_notify_pid = MyProcPid;
+	cs.dbid = MyDatabaseId;
+	cs.consumer_id = consumer_id;
+	cs.generation = generation;
+	memcpy(bgw.bgw_extra, &cs, sizeof(cs));
+
+	if (handles[slot] != NULL)
+	{
+		pfree(handles[slot]);
+		handles[slot] = NULL;
+	}
+	old = MemoryContextSwitchTo(TopMemoryContext);
+	ok = RegisterDynamicBackgroundWorker(&bgw, &handles[slot]);
+	MemoryContextSwitchTo(old);
+	if (ok)
+	{
+		handle_gen[slot] = generation;
+		return true;
+	}
+	handles[slot] = NULL;
+	LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
+	if (queue_consumer_shared->slots[slot].generation == generation)
+		queue_consumer_shared->slots[slot].dbid = InvalidOid;
+	LWLockRelease(queue_consumer_shared->lock);
+	ereport(LOG,
+			(errmsg("queue worker could not start a process for consumer " INT64_FORMAT,
+					consumer_id),
+			 errhint("Raise max_worker_processes.")));
+	return false;
+}
+
+/*
+ * One pass of the database's worker: start the consumer processes that
+ * are missing, tell the unwanted ones to leave.  The worker's transaction
+ * of each pass has taken in invalidations already.
+ */
+void
+queue_consumers_tend(void)
+{
+	int			nslots;
+	TimestampTz now;
+	int		   *claimed;
+	int64	   *claimed_ids;
+	uint64	   *claimed_gen;
+	int			nclaimed = 0;
+
+	if (queue_consumer_shared == NULL || queue_consumer_shared->nslots == 0)
+		return;
+	nslots = queue_consumer_shared->nslots;
+	if (tend_cxt == NULL)
+	{
+		HASHCTL		ctl;
+
+		tend_cxt = AllocSetContextCreate(TopMemoryContext, "queue consumers",
+										 ALLOCSET_SMALL_SIZES);
+		handles = MemoryContextAllocZero(TopMemoryContext,
+										 nslots * sizeof(BackgroundWorkerHandle *));
+		handle_gen = MemoryContextAllocZero(TopMemoryContext, nslots * sizeof(uint64));
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(ConsumerStarted);
+		started = hash_create("queue consumers started", 64, &ctl, HASH_ELEM | HASH_BLOBS);
+		CacheRegisterRelcacheCallback(consumers_inval, (Datum) 0);
+	}
+	now = GetCurrentTimestamp();
+	if (consumers_stale || TimestampDifferenceExceeds(listed_at, now, CONSUMER_LIST_MAX_AGE_MS))
+		load_consumers();
+
+	claimed = palloc(nslots * sizeof(int));
+	claimed_ids = palloc(nslots * sizeof(int64));
+	claimed_gen = palloc(nslots * sizeof(uint64));
+	for (int r = 0; r < nrows; r++)
+		rows[r].running = 0;
+
+	LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < nslots; i++)
+	{
+		QueueConsumerSlot *s = &queue_consumer_shared->slots[i];
+		ConsumerRow *row;
+		pid_t		pid;
+
+		if (s->dbid != MyDatabaseId)
+			continue;
+		/* A process that never came up, or died before its exit hook ran. */
+		if (handles[i] != NULL && handle_gen[i] == s->generation &&
+			GetBackgroundWorkerPid(handles[i], &pid) == BGWH_STOPPED)
+		{
+			s->dbid = InvalidOid;
+			continue;
+		}
+		if ((handles[i] == NULL || handle_gen[i] != s->generation) && s->pid == 0 &&
+			TimestampDifferenceExceeds(s->claimed_at, now, CONSUMER_START_GRACE_MS))
+		{
+			s->dbid = InvalidOid;	/* claimed by an earlier worker of ours */
+			continue;
+		}
+		row = find_row(s->consumer_id);
+		if (row == NULL || row->paused || !have_catalog)
+			s->stop = true;
+		else if (!s->stop)
+		{
+			if (row->running >= row->concurrency)
+				s->stop = true;
+			else
+				row->running++;
+		}
+	}
+	for (int r = 0; r < nrows; r++)
+	{
+		ConsumerRow *row = &rows[r];
+		ConsumerStarted *st;
+		bool		found;
+
+		if (row->paused || row->running >= row->concurrency || held_back(now))
+			continue;
+		st = hash_search(started, &row->id, HASH_ENTER, &found);
+		if (found && !TimestampDifferenceExceeds(st->at, now, CONSUMER_RESTART_MS))
+			continue;
+		st->at = now;
+		for (int i = 0; i < nslots && row->running < row->concurrency; i++)
+		{
+			QueueConsumerSlot *s = &queue_consumer_shared->slots[i];
+
+			if (s->dbid != InvalidOid)
+				continue;
+			s->dbid = MyDatabaseId;
+			s->consumer_id = row->id;
+			s->generation = ++queue_consumer_shared->generation;
+			s->pid = 0;
+			s->stop = false;
+			s->claimed_at = now;
+			claimed[nclaimed] = i;
+			claimed_ids[nclaimed] = row->id;
+			claimed_gen[nclaimed] = s->generation;
+			nclaimed++;
+			row->running++;
+		}
+	}
+	LWLockRelease(queue_consumer_shared->lock);
+
+	for (int c = 0; c < nclaimed; c++)
+		if (!start_consumer(claimed[c], claimed_ids[c], claimed_gen[c]))
+			break;				/* no bgworker slot left: the rest too */
+	for (int c = 0; c < nclaimed; c++)
+	{
+		/* Those after a failure were never started: free them. */
+		if (handles[claimed[c]] == NULL || handle_gen[claimed[c]] != claimed_gen[c])
+		{
+			LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
+			if (queue_consumer_shared->slots[claimed[c]].generation == claimed_gen[c])
+				queue_consumer_shared->slots[claimed[c]].dbid = InvalidOid;
+			LWLockRelease(queue_consumer_shared->lock);
+		}
+	}
+
+	/* Forget the start times of dropped consumers. */
+	{
+		HASH_SEQ_STATUS status;
+		ConsumerStarted *st;
+
+		hash_seq_init(&status, started);
+		while ((st = hash_seq_search(&status)) != NULL)
+			if (find_row(st->id) == NULL)
+				hash_search(started, &st->id, HASH_REMOVE, NULL);
+	}
+}
