@@ -51,6 +51,7 @@ def connect():
 
 
 stopping = False
+signalled = False  # self-test: SIGINT sent once
 
 
 def on_sigint(signum, frame):
@@ -61,12 +62,13 @@ def on_sigint(signum, frame):
 
 def handle(cur, msg_id, body):
     """The business work: here, one row per job."""
+    global signalled
     job = json.loads(body)  # bodies come back as text
     if job.get("poison"):
         raise ValueError(f"cannot process job {job['n']}")
     cur.execute("INSERT INTO py_done (n, message_id) VALUES (%s, %s)", (job["n"], msg_id))
-    if job["n"] == 9 and not os.environ.get("PY_CONSUMER_SIGNALLED"):
-        os.environ["PY_CONSUMER_SIGNALLED"] = "1"
+    if job["n"] == 9 and not signalled:
+        signalled = True
         os.kill(os.getpid(), signal.SIGINT)  # self-test: Ctrl-C mid-batch
 
 
