@@ -5,6 +5,7 @@
 #   regress    test/sql/*.sql    pg_regress            expected/<name>.out
 #   isolation  test/specs/*.spec pg_isolation_regress  expected/<name>.out
 #   TAP        test/t/*.pl       prove + PostgreSQL::Test::Cluster
+#   examples   examples/*/       examples/run.sh on one temporary cluster
 #
 # initdb and postgres refuse to run as root, and the repository may sit where
 # the postgres user cannot read it (/root/...), so the suites' inputs are
@@ -14,10 +15,12 @@
 # ./regression.diffs, which are also printed: CI reads stdout.
 #
 # The last line is always "N passed, M failed" (one count per regress test,
-# per isolation spec and per TAP file).  Exit status is non-zero if anything
+# per isolation spec, per TAP file and per example program).  Exit status is non-zero if anything
 # failed or if no test ran.  QUEUE_TEST_KEEP=1 keeps the work directory.
 # QUEUE_TESTS="name ..." runs only the tests of those names (a regress test,
-# an isolation spec or a TAP file without .pl), for a quick run while working.
+# an isolation spec, a TAP file without .pl, or an example program as
+# python_consumer, node_fifo_consumer, ...; "examples" names them all), for a
+# quick run while working.
 
 set -uo pipefail
 
@@ -85,6 +88,10 @@ trap cleanup EXIT
 trap 'exit 130' INT TERM
 
 cp -a "$REPO/test" "$W/test"
+# The example programs (with examples/node/node_modules, if installed) and
+# the exporter's queries file, which 017_exporter reads from $TESTDIR.
+[ -d "$REPO/examples" ] && cp -a "$REPO/examples" "$W/examples"
+[ -d "$REPO/metrics" ] && cp -a "$REPO/metrics" "$W/metrics"
 rm -rf "$W/test/expected"
 mkdir -p "$W/test/expected" "$W/out/regress" "$W/out/isolation" "$W/tmp" "$W/tmp_check" "$W/logs"
 [ -d "$REPO/expected" ] && cp -a "$REPO/expected/." "$W/test/expected/"
@@ -255,9 +262,65 @@ run_tap() {
 	done
 }
 
+# run_examples: every program of examples/ (examples/run.sh --list) against
+# one temporary cluster started as the TAP tests start theirs: initdb and
+# pg_ctl as $RUN_USER, test/queue.conf (the extension preloaded), Unix
+# socket only, a database "examples" with the extension.  Each program
+# counts once; a missing interpreter or driver fails its programs.
+run_examples() {
+	local tests=() dir port rc name status
+	[ -f examples/run.sh ] || return 0
+	if [[ " ${QUEUE_TESTS:-} " == *" examples "* ]]; then
+		mapfile -t tests < <(bash examples/run.sh --list)
+	else
+		mapfile -t tests < <(bash examples/run.sh --list | only_wanted)
+	fi
+	if [ ${#tests[@]} -eq 0 ]; then
+		echo "=== examples: no example selected, skipped ==="
+		return 0
+	fi
+	echo "=== examples: ${#tests[@]} program(s) ==="
+	dir=$W/tmp/examples
+	port=$(free_port 65400)
+	as_run mkdir -p "$dir"
+	if ! as_run "$BINDIR/initdb" -D "$dir/data" --auth=trust --no-locale -E UTF8 \
+		>logs/examples_initdb.log 2>&1 ||
+		! as_run sh -c "cat test/queue.conf >>'$dir/data/postgresql.conf' &&
+			printf '%s\n' \"listen_addresses = ''\" \"unix_socket_directories = '$dir'\" \
+				'port = $port' >>'$dir/data/postgresql.conf'" ||
+		! as_run "$BINDIR/pg_ctl" -D "$dir/data" -l logs/examples_server.log -w start >/dev/null ||
+		! as_run "$BINDIR/psql" -X -q -h "$dir" -p "$port" -d postgres -v ON_ERROR_STOP=1 \
+			-c 'CREATE DATABASE examples' >>logs/examples_initdb.log 2>&1 ||
+		! as_run "$BINDIR/psql" -X -q -h "$dir" -p "$port" -d examples -v ON_ERROR_STOP=1 \
+			-c 'CREATE EXTENSION queue' >>logs/examples_initdb.log 2>&1; then
+		echo "=== examples: could not start the cluster ==="
+		tail -n 40 logs/examples_initdb.log logs/examples_server.log 2>/dev/null
+		FAILED=$((FAILED + ${#tests[@]}))
+		FAILED_NAMES+=("examples: no cluster")
+		return
+	fi
+	as_run env PGHOST="$dir" PGPORT="$port" PGDATABASE=examples PGUSER="$RUN_USER" \
+		bash examples/run.sh "${tests[@]}" 2>&1 | tee logs/examples.log
+	as_run "$BINDIR/pg_ctl" -D "$dir/data" -m fast stop >/dev/null 2>&1
+	local p=0 f=0
+	while read -r status name _; do
+		case $status in
+		ok) p=$((p + 1)) ;;
+		FAILED) f=$((f + 1)) FAILED_NAMES+=("examples/$name") ;;
+		esac
+	done < <(grep -E "^(ok|FAILED) " logs/examples.log)
+	if [ $((p + f)) -lt ${#tests[@]} ]; then
+		FAILED_NAMES+=("examples: $((${#tests[@]} - p - f)) program(s) did not run")
+		f=$((${#tests[@]} - p))
+	fi
+	PASSED=$((PASSED + p))
+	FAILED=$((FAILED + f))
+}
+
 run_pg_regress regress "$PG_REGRESS" sql sql
 run_pg_regress isolation "$PG_ISOLATION_REGRESS" specs spec
 run_tap
+run_examples
 
 # Keep the outputs in the repository (git-ignored), owned like the repository.
 rm -rf "$REPO/.test"

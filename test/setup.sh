@@ -3,7 +3,9 @@
 #
 # Checks for PGXS, pg_regress / pg_isolation_regress, the PostgreSQL 15
 # server binaries, the `postgres` OS user, a C compiler, make, prove and
-# perl's IPC::Run (the TAP tests need it).  When everything is present it
+# perl's IPC::Run (the TAP tests need it), and what the examples suite and
+# the exporter test run: Debian's /usr/bin/python3 with psycopg 3
+# (python3-psycopg), node and npm, prometheus-postgres-exporter and curl.  When everything is present it
 # returns at once without touching apt.  Otherwise, as root, it runs one
 # `apt-get update` and installs the missing Debian packages without asking;
 # as any other user it says what to install and exits 1.
@@ -12,6 +14,9 @@
 # example one built by test/build_pg.sh), it checks that one's programs
 # instead and installs no PostgreSQL package: a missing one is for
 # test/build_pg.sh to build.
+#
+# Last, it installs node-postgres into examples/node/node_modules (npm ci,
+# from package-lock.json) when it is not there yet.
 #
 # Idempotent; never reads stdin.  Used by `make run`, `make test`, `.ci/run`.
 
@@ -53,6 +58,33 @@ command -v prove >/dev/null 2>&1 || missing+=("prove")
 perl -MIPC::Run -e1 >/dev/null 2>&1 || missing+=("perl IPC::Run")
 perl -MTest::More -e1 >/dev/null 2>&1 || missing+=("perl Test::More")
 
+# The examples (examples/run.sh) and the exporter test (test/t/017_exporter.pl).
+extra_pkgs=()
+/usr/bin/python3 -I -c 'import psycopg' >/dev/null 2>&1 || { missing+=("python3 psycopg"); extra_pkgs+=(python3-psycopg); }
+if ! command -v node >/dev/null 2>&1; then
+	missing+=("node")
+	extra_pkgs+=(nodejs npm)
+elif ! command -v npm >/dev/null 2>&1; then
+	missing+=("npm")
+	extra_pkgs+=(npm)
+fi
+command -v prometheus-postgres-exporter >/dev/null 2>&1 ||
+	{ missing+=("prometheus-postgres-exporter"); extra_pkgs+=(prometheus-postgres-exporter); }
+command -v curl >/dev/null 2>&1 || { missing+=("curl"); extra_pkgs+=(curl); }
+
+# node-postgres for examples/node, from its package-lock.json.  Done as the
+# repository's owner would, whoever runs this; a failure is reported, and
+# the examples that need it then fail in make test.
+EXAMPLES_NODE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/examples/node
+npm_examples() {
+	[ -f "$EXAMPLES_NODE/package-lock.json" ] || return 0
+	[ -f "$EXAMPLES_NODE/node_modules/pg/package.json" ] && return 0
+	command -v npm >/dev/null 2>&1 || { echo "setup: no npm for examples/node" >&2; return 1; }
+	echo "setup: npm ci in examples/node"
+	(cd "$EXAMPLES_NODE" && npm ci --no-audit --no-fund </dev/null) ||
+		{ echo "setup: npm ci failed in examples/node" >&2; return 1; }
+}
+
 need_cc=0
 if ! command -v cc >/dev/null 2>&1 || ! command -v make >/dev/null 2>&1; then
 	need_cc=1
@@ -60,7 +92,8 @@ if ! command -v cc >/dev/null 2>&1 || ! command -v make >/dev/null 2>&1; then
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then
-	exit 0
+	npm_examples
+	exit
 fi
 
 if [ $other_pg -eq 1 ]; then
@@ -78,6 +111,7 @@ else
 	pkgs=("postgresql-$PG_MAJOR" "postgresql-server-dev-$PG_MAJOR" libipc-run-perl)
 fi
 [ $need_cc -eq 1 ] && pkgs+=(build-essential)
+pkgs+=("${extra_pkgs[@]}")
 
 echo "setup: missing: ${missing[*]}"
 if [ "$(id -u)" -ne 0 ]; then
@@ -110,8 +144,13 @@ pgxs=$("$PG_CONFIG" --pgxs 2>/dev/null || true)
 id -u postgres >/dev/null 2>&1 || still+=("OS user postgres")
 perl -MIPC::Run -e1 >/dev/null 2>&1 || still+=("perl IPC::Run")
 command -v cc >/dev/null 2>&1 || still+=("cc")
+/usr/bin/python3 -I -c 'import psycopg' >/dev/null 2>&1 || still+=("python3 psycopg")
+command -v node >/dev/null 2>&1 || still+=("node")
+command -v prometheus-postgres-exporter >/dev/null 2>&1 || still+=("prometheus-postgres-exporter")
+command -v curl >/dev/null 2>&1 || still+=("curl")
 if [ ${#still[@]} -ne 0 ]; then
 	echo "setup: still missing after install: ${still[*]}" >&2
 	exit 1
 fi
+npm_examples || exit 1
 echo "setup: done"
