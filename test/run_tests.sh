@@ -89,9 +89,9 @@ trap 'exit 130' INT TERM
 
 cp -a "$REPO/test" "$W/test"
 # The example programs (with examples/node/node_modules, if installed) and
-# the exporter's queries file, which 017_exporter reads from $TESTDIR.
+# the exporter's queries file (examples/prometheus), which 017_exporter
+# reads from $TESTDIR.
 [ -d "$REPO/examples" ] && cp -a "$REPO/examples" "$W/examples"
-[ -d "$REPO/metrics" ] && cp -a "$REPO/metrics" "$W/metrics"
 rm -rf "$W/test/expected"
 mkdir -p "$W/test/expected" "$W/out/regress" "$W/out/isolation" "$W/tmp" "$W/tmp_check" "$W/logs"
 [ -d "$REPO/expected" ] && cp -a "$REPO/expected/." "$W/test/expected/"

@@ -1,4 +1,4 @@
-# metrics/queue_exporter.yaml with postgres_exporter (Debian's
+# examples/prometheus/queue_exporter.yaml with postgres_exporter (Debian's
 # prometheus-postgres-exporter): a node with queues holding messages in
 # every state, dead letters, long polls (one sleeping now) and consumers in
 # each state; the exporter runs against it on a free port with the queries
@@ -17,7 +17,7 @@ use Test::More;
 use QueueWorkerNode;
 
 my $exporter = '/usr/bin/prometheus-postgres-exporter';
-my $queries = "$ENV{TESTDIR}/metrics/queue_exporter.yaml";
+my $queries = "$ENV{TESTDIR}/examples/prometheus/queue_exporter.yaml";
 ok(-x $exporter, "$exporter is installed (test/setup.sh installs it)")
   or BAIL_OUT('no postgres_exporter');
 ok(-r $queries, "$queries is readable") or BAIL_OUT('no queries file');
