@@ -15,8 +15,9 @@
 # ./regression.diffs, which are also printed: CI reads stdout.
 #
 # The last line is always "N passed, M failed" (one count per regress test,
-# per isolation spec, per TAP file and per example program).  Exit status is non-zero if anything
-# failed or if no test ran.  QUEUE_TEST_KEEP=1 keeps the work directory.
+# per isolation spec, per TAP file and per example program, and one for the
+# fuzz run `make test` made first, given as QUEUE_FUZZ_RC).  Exit status is
+# non-zero if anything failed or if no test ran.  QUEUE_TEST_KEEP=1 keeps the work directory.
 # QUEUE_TESTS="name ..." runs only the tests of those names (a regress test,
 # an isolation spec, a TAP file without .pl, or an example program as
 # python_consumer, node_fifo_consumer, ...; "examples" names them all), for a
@@ -321,6 +322,17 @@ run_pg_regress regress "$PG_REGRESS" sql sql
 run_pg_regress isolation "$PG_ISOLATION_REGRESS" specs spec
 run_tap
 run_examples
+
+# The fuzz run that `make test` made before us (test/fuzz/run.sh) counts as
+# one test here, so the last line counts every part that ran.
+if [ -n "${QUEUE_FUZZ_RC:-}" ]; then
+	if [ "$QUEUE_FUZZ_RC" = 0 ]; then
+		PASSED=$((PASSED + 1))
+	else
+		FAILED=$((FAILED + 1))
+		FAILED_NAMES+=("fuzz (exit $QUEUE_FUZZ_RC; its output is above)")
+	fi
+fi
 
 # Keep the outputs in the repository (git-ignored), owned like the repository.
 rm -rf "$REPO/.test"
