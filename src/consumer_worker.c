@@ -211,18 +211,6 @@ static SPIPlanPtr handler_plan = NULL;
 static char *handler_sql = NULL;
 static Oid	plans_msgs_type = InvalidOid;
 
-static SPIPlanPtr
-keep_plan(const char *sql, int nargs, Oid *types)
-{
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
-
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql, SPI_result_code_string(SPI_result));
-	if (SPI_keepplan(plan) != 0)
-		elog(ERROR, "SPI_keepplan failed");
-	return plan;
-}
-
 /* The kept plans, made (again) when missing or out of date. */
 static void
 batch_plans(const char *call, Oid msgs_type)
@@ -243,7 +231,7 @@ batch_plans(const char *call, Oid msgs_type)
 	{
 		Oid			rtypes[3] = {TEXTOID, INT4OID, TEXTOID};
 
-		receive_plan = keep_plan("SELECT pg_catalog.array_agg(m), pg_catalog.count(*)"
+		receive_plan = queue_keep_plan("SELECT pg_catalog.array_agg(m), pg_catalog.count(*)"
 								 " FROM queue.receive($1, max_messages => $2,"
 								 " wait => $3::pg_catalog.interval) m",
 								 3, rtypes);
@@ -252,7 +240,7 @@ batch_plans(const char *call, Oid msgs_type)
 	{
 		Oid			dtypes[2] = {TEXTOID, msgs_type};
 
-		delete_plan = keep_plan("SELECT pg_catalog.count(*) FROM queue.delete_batch($1,"
+		delete_plan = queue_keep_plan("SELECT pg_catalog.count(*) FROM queue.delete_batch($1,"
 								" ARRAY(SELECT m.receipt FROM pg_catalog.unnest($2) m)) d",
 								2, dtypes);
 	}
@@ -265,7 +253,7 @@ batch_plans(const char *call, Oid msgs_type)
 		if (handler_sql != NULL)
 			pfree(handler_sql);
 		handler_sql = NULL;
-		handler_plan = keep_plan(call, 1, &msgs_type);
+		handler_plan = queue_keep_plan(call, 1, &msgs_type);
 		handler_sql = MemoryContextStrdup(TopMemoryContext, call);
 	}
 }

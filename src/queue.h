@@ -147,6 +147,7 @@ extern void queue_catalog_init(void);
 /* plans.c */
 extern SPIPlanPtr queue_plan(QueueMeta *q, QueuePlanKind kind);
 extern void queue_release_plans(QueueMeta *q);
+extern SPIPlanPtr queue_keep_plan(const char *sql, int nargs, Oid *types);
 extern void queue_planner_hook_init(void);
 
 /* dedup.c */

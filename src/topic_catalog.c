@@ -70,17 +70,6 @@ topic_inval(Datum arg, Oid relid)
 			t->valid = false;
 }
 
-static SPIPlanPtr
-keep_plan(const char *sql, int nargs, Oid *types)
-{
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
-
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-	SPI_keepplan(plan);
-	return plan;
-}
-
 /* A text[] datum as a copied array of its elements in cxt; -1 for NULL. */
 static int
 copy_text_list(Datum d, bool isnull, MemoryContext cxt, Datum **out)
@@ -107,7 +96,7 @@ load_subscriptions(TopicMeta *t)
 	int			rc;
 
 	if (plan == NULL)
-		plan = keep_plan("SELECT s.subscription_id, s.queue_id, q.queue_name, s.owner::oid,"
+		plan = queue_keep_plan("SELECT s.subscription_id, s.queue_id, q.queue_name, s.owner::oid,"
 						 " s.filter_tags, s.binding_keys, s.filter_policy"
 						 " FROM queue._subscriptions s"
 						 " JOIN queue._queues q ON q.queue_id = s.queue_id"
@@ -167,7 +156,7 @@ load_topic(TopicMeta *t, text *name)
 	int			rc;
 
 	if (plan == NULL)
-		plan = keep_plan("SELECT topic_id, fifo FROM queue._topics WHERE topic_name = $1",
+		plan = queue_keep_plan("SELECT topic_id, fifo FROM queue._topics WHERE topic_name = $1",
 						 1, types);
 	/* The latest snapshot, not the caller's: see catalog.c's load_entry. */
 	rc = SPI_execute_snapshot(plan, &arg, NULL, GetLatestSnapshot(),
@@ -205,13 +194,13 @@ load_topic(TopicMeta *t, text *name)
 		if (t->original != NULL)
 			SPI_freeplan(t->original);
 		t->claim = t->original = NULL;
-		t->claim = keep_plan(psprintf("INSERT INTO %s AS d (deduplication_id, message_id, accepted_at)"
+		t->claim = queue_keep_plan(psprintf("INSERT INTO %s AS d (deduplication_id, message_id, accepted_at)"
 									  " VALUES ($1, $2, $3)"
 									  " ON CONFLICT (deduplication_id) DO UPDATE"
 									  " SET message_id = excluded.message_id, accepted_at = excluded.accepted_at"
 									  " WHERE d.accepted_at <= $3 - $4"
 									  " RETURNING message_id", relname), 4, ctypes);
-		t->original = keep_plan(psprintf("SELECT message_id FROM %s WHERE deduplication_id = $1",
+		t->original = queue_keep_plan(psprintf("SELECT message_id FROM %s WHERE deduplication_id = $1",
 										 relname), 1, ctypes);
 	}
 	return true;
