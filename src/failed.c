@@ -129,11 +129,15 @@ typedef struct Noted
 	SubTransactionId subid;
 } Noted;
 
+/*
+ * An entry this transaction writes.  Only rows the claimer holds are
+ * claimed (or rows that are gone), so every claim is written: at commit
+ * the entry goes, at a rollback it is free again.
+ */
 typedef struct Claimed
 {
 	FailedKey	key;
 	int32		n;				/* the receives written: a rollback meanwhile adds more */
-	bool		done;			/* written: goes at commit */
 	SubTransactionId subid;
 } Claimed;
 
@@ -419,9 +423,9 @@ notes_to_entries(SubTransactionId subid, uint32 gid_hash)
 }
 
 /*
- * Claims of the ending (sub)transaction (subid, or all for 0): written
- * ones go (commit), or move under gid_hash (prepare); the others, and all
- * of them at a rollback, are free again.
+ * Claims of the ending (sub)transaction (subid, or all for 0): at commit
+ * they go, or move under gid_hash (prepare); at a rollback they are free
+ * again.
  */
 static void
 end_claims(SubTransactionId subid, bool committed, uint32 gid_hash)
@@ -445,7 +449,7 @@ end_claims(SubTransactionId subid, bool committed, uint32 gid_hash)
 		if (e == NULL || e->claimer != MyProcPid)
 			continue;
 		e->claimer = 0;
-		if (committed && c->done)
+		if (committed)
 		{
 			FailedKey	key = e->key;
 			int64		delay = e->delay;
@@ -668,7 +672,6 @@ claim_entries(int64 queue_id, int64 *ids, int nids, int32 *ns, Datum *not_before
 		e->by_worker = applying_as_worker;
 		claimed[nclaimed].key = e->key;
 		claimed[nclaimed].n = e->n;
-		claimed[nclaimed].done = false;
 		claimed[nclaimed].subid = subid;
 		nclaimed++;
 		ids[n] = ids[i];
@@ -678,19 +681,6 @@ claim_entries(int64 queue_id, int64 *ids, int nids, int32 *ns, Datum *not_before
 	}
 	LWLockRelease(failed_shared->lock);
 	return n;
-}
-
-/* Mark this transaction's claim of a message written (it goes at commit). */
-static void
-claim_done(int64 queue_id, int64 message_id)
-{
-	for (int i = nclaimed - 1; i >= 0; i--)
-		if (claimed[i].key.queue_id == queue_id &&
-			claimed[i].key.message_id == message_id)
-		{
-			claimed[i].done = true;
-			return;
-		}
 }
 
 /* Run a statement of plans.c over message ids; its rows are in SPI_tuptable. */
@@ -714,8 +704,8 @@ int64_col(uint64 r, int col)
 }
 
 /*
- * Entries of messages that are gone (deleted, expired, moved) are claimed
- * and marked written: they go when the worker's transaction commits.
+ * Entries of messages that are gone (deleted, expired, moved) are claimed:
+ * they go when the worker's transaction commits.
  */
 static void
 drop_gone(QueueMeta *q, int n, const int64 *ids)
@@ -738,9 +728,7 @@ drop_gone(QueueMeta *q, int n, const int64 *ids)
 	for (int i = 0; i < n; i++)
 		if (!exists[i])
 			gone[ngone++] = ids[i];
-	ngone = claim_entries(q->id, gone, ngone, ns, nb);
-	for (int i = 0; i < ngone; i++)
-		claim_done(q->id, gone[i]);
+	(void) claim_entries(q->id, gone, ngone, ns, nb);
 }
 
 /*
@@ -823,6 +811,8 @@ queue_failed_apply(QueueMeta *q)
 	n = claim_entries(q->id, ids, nlocked, ns, not_befores);
 	if (n == 0)
 		return 0;
+	for (int i = 0; i < n; i++)
+		received += ns[i];
 
 	args[0] = queue_int8_array(n, ids);
 	{
@@ -852,13 +842,6 @@ queue_failed_apply(QueueMeta *q)
 		Datum		g = SPI_getbinval(tt->vals[r], tt->tupdesc, 3, &isnull);
 		Datum		gcopy = isnull ? (Datum) 0 : PointerGetDatum(PG_DETOAST_DATUM_COPY(g));
 
-		claim_done(q->id, id);
-		for (int i = 0; i < n; i++)
-			if (ids[i] == id)
-			{
-				received += ns[i];
-				break;
-			}
 		if (gcopy != (Datum) 0)
 			groups[ngroups++] = gcopy;
 		if (q->max_receive_count > 0 && count >= q->max_receive_count)
