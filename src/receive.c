@@ -379,8 +379,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	}
 
 	/* If this (sub)transaction rolls back, these receives still count. */
-	queue_note_received(q, ncounted, got->ids + got->n - ncounted, counts,
-						DatumGetTimestampTz(args[1]) - DatumGetTimestampTz(args[0]));
+	queue_note_received(q, ncounted, got->ids + got->n - ncounted, counts, vt);
 
 	/* Messages received too often go to the dead-letter queue instead. */
 	if (q->max_receive_count > 0)
