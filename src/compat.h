@@ -79,6 +79,18 @@ typedef char QueueB64Byte;
 #endif
 
 /*
+ * Index entries for a tuple just inserted (insert.c): ExecInsertIndexTuples
+ * takes onlySummarizing from 16.
+ */
+#if PG_VERSION_NUM >= 160000
+#define queue_insert_index_tuples(rri, slot, estate) \
+	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL, false)
+#else
+#define queue_insert_index_tuples(rri, slot, estate) \
+	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL)
+#endif
+
+/*
  * The search path every statement of ours is parsed and run under, from
  * queue_enter to queue_leave (acl.c): pg_catalog, and never a schema of the
  * caller's nor its pg_temp.  It stays set while our kept plans run, since

@@ -68,14 +68,6 @@ typedef struct PlanSpec
 	" ORDER BY ord"
 
 static const PlanSpec plan_specs[QP_NUM_PLANS] = {
-	[QP_SEND] = {
-		"INSERT INTO {q} (message_id, visible_at, sent_at, message_group_id,"
-		" deduplication_id, attributes, body)"
-		" VALUES (nextval('queue_data.message_id_seq'), $1, $2, $3, $4, $5, $6)"
-		" RETURNING message_id",
-		6, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, JSONBOID, TEXTOID}
-	},
-
 	/*
 	 * The lease.  The inner scan walks the (visible_at, message_id) index
 	 * from its start, so in-flight and delayed messages (visible_at in the
@@ -132,37 +124,6 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"SELECT message_id, receipt FROM {q} WHERE message_id = ANY ($1)",
 		1, {INT8ARRAYOID}
 	},
-	/*
-	 * Batches, deduplicated and FIFO sends: the rows to insert come as
-	 * arrays.  An entry's id is given when deduplication drew it (or the
-	 * group lock had to come first), else drawn here; unnest yields rows in
-	 * array order, so ids drawn here follow the ordinals.  FIFO messages
-	 * carry their id as sequence_number ($8).
-	 */
-#define SEND_ROWS \
-	"INSERT INTO {q} (message_id, sequence_number, visible_at, sent_at," \
-	" message_group_id, deduplication_id, attributes, body)" \
-	" SELECT x.id, CASE WHEN $8 THEN x.id END, $1, $2, x.g, x.d, x.a, x.b" \
-	" FROM (SELECT coalesce(u.id, nextval('queue_data.message_id_seq')) AS id," \
-	"       u.b, u.g, u.d, u.a" \
-	"       FROM unnest($3, $4, $5, $6, $7) AS u(id, b, g, d, a)) x"
-	[QP_SEND_GENERAL] = {
-		SEND_ROWS " RETURNING message_id",
-		8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8ARRAYOID, TEXTARRAYOID,
-		TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, BOOLOID}
-	},
-
-	/* The same for one message, without arrays. */
-	[QP_SEND_ONE] = {
-		"INSERT INTO {q} (message_id, sequence_number, visible_at, sent_at,"
-		" message_group_id, deduplication_id, attributes, body)"
-		" SELECT x.id, CASE WHEN $8 THEN x.id END, $1, $2, $5, $6, $7, $4"
-		" FROM (SELECT coalesce($3, nextval('queue_data.message_id_seq')) AS id) x"
-		" RETURNING message_id",
-		8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TEXTOID, TEXTOID, TEXTOID,
-		JSONBOID, BOOLOID}
-	},
-
 	/*
 	 * Claim deduplication ids: a new id, or one whose window has passed
 	 * (swept or not), takes a fresh message id; a live one returns

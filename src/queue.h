@@ -35,7 +35,6 @@
  */
 typedef enum QueuePlanKind
 {
-	QP_SEND,
 	QP_RECEIVE,
 	QP_DELETE,
 	QP_DELETE_BATCH,
@@ -46,8 +45,6 @@ typedef enum QueuePlanKind
 	QP_PEEK_FIFO,
 	QP_NEXT_VISIBLE,		/* long poll: when the next message turns visible */
 	QP_NEXT_AVAILABLE_FIFO,
-	QP_SEND_GENERAL,			/* batch, dedup and FIFO sends */
-	QP_SEND_ONE,				/* ... QP_SEND_GENERAL of one message */
 	QP_DEDUP_CLAIM,
 	QP_DEDUP_CLAIM_ONE,
 	QP_DEDUP_ORIGINALS,
@@ -215,6 +212,15 @@ extern void queue_send_entries(QueueMeta *q, SendBatch *b, int64 delay,
 extern void queue_batch_array(FunctionCallInfo fcinfo, int argno,
 							  const char *argname, int n, Oid elemtype,
 							  Datum **vals, bool **nulls);
+
+/* insert.c */
+extern Oid	queue_message_id_seq(void);
+extern void queue_insert_messages(QueueMeta *q, int n, int64 *ids,
+								  const Datum *bodies, const Datum *groups,
+								  const bool *group_nulls, const Datum *dedups,
+								  const bool *dedup_nulls, const Datum *attrs,
+								  const bool *attr_nulls, TimestampTz visible_at,
+								  TimestampTz sent_at);
 
 /* filter.c: which subscriptions take a published message */
 extern int	queue_text_list(ArrayType *arr, const char *argname, int max, int len,

@@ -137,11 +137,10 @@ check_fifo_entries(QueueMeta *q, SendBatch *b, bool batch)
 }
 
 /*
- * Sends that need more than one INSERT: batches, deduplication ids, FIFO
- * groups.  In order: take the FIFO groups' senders' locks (so sequence
- * numbers are drawn in the groups' commit order), claim the deduplication
- * ids, insert what is not a duplicate in one statement, then give the
- * groups that had no row one.  One row per entry goes to the result.
+ * Every send, of one message or a batch.  In order: take the FIFO groups'
+ * senders' locks (so sequence numbers are drawn in the groups' commit
+ * order), claim the deduplication ids, write what is not a duplicate
+ * (insert.c), then give the groups that had no row one.
  */
 void
 queue_send_entries(QueueMeta *q, SendBatch *b, int64 delay, bool batch,
@@ -156,9 +155,6 @@ queue_send_entries(QueueMeta *q, SendBatch *b, int64 delay, bool batch,
 	int			nins = 0;
 	int			ndup = 0;
 	TimestampTz now;
-	Datum		args[8];
-	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
-	int			rc;
 
 	if (q->fifo)
 		check_fifo_entries(q, b, batch);
@@ -210,10 +206,9 @@ queue_send_entries(QueueMeta *q, SendBatch *b, int64 delay, bool batch,
 			}
 	}
 
-	/* Insert the entries that are not duplicates, in one statement. */
+	/* Write the entries that are not duplicates, all at once. */
 	{
-		Datum	   *iid = palloc(n * sizeof(Datum));
-		bool	   *iidn = palloc(n * sizeof(bool));
+		int64	   *iid = palloc(n * sizeof(int64));
 		Datum	   *ibody = palloc(n * sizeof(Datum));
 		Datum	   *igrp = palloc(n * sizeof(Datum));
 		bool	   *igrpn = palloc(n * sizeof(bool));
@@ -221,16 +216,12 @@ queue_send_entries(QueueMeta *q, SendBatch *b, int64 delay, bool batch,
 		bool	   *iddn = palloc(n * sizeof(bool));
 		Datum	   *iattr = palloc(n * sizeof(Datum));
 		bool	   *iattrn = palloc(n * sizeof(bool));
-		int			dims[1];
-		int			lbs[1] = {1};
-		bool		isnull;
 
 		for (int i = 0; i < n; i++)
 		{
 			if (dup[i])
 				continue;
-			iid[nins] = Int64GetDatum(ids[i]);
-			iidn[nins] = (ids[i] == 0);
+			iid[nins] = ids[i];
 			ibody[nins] = b->bodies[i];
 			igrp[nins] = b->groups[i];
 			igrpn[nins] = b->group_nulls[i];
@@ -240,49 +231,12 @@ queue_send_entries(QueueMeta *q, SendBatch *b, int64 delay, bool batch,
 			iattrn[nins] = b->attr_nulls[i];
 			nins++;
 		}
-		if (nins > 0)
-		{
-			args[0] = TimestampTzGetDatum(now + delay);
-			args[1] = TimestampTzGetDatum(now);
-			args[7] = BoolGetDatum(q->fifo);
-			if (nins == 1)
-			{
-				/* the usual send of one message: no arrays */
-				args[2] = Int64GetDatum(iid[0]);
-				nulls[2] = iidn[0] ? 'n' : ' ';
-				args[3] = ibody[0];
-				args[4] = igrp[0];
-				nulls[4] = igrpn[0] ? 'n' : ' ';
-				args[5] = idd[0];
-				nulls[5] = iddn[0] ? 'n' : ' ';
-				args[6] = iattr[0];
-				nulls[6] = iattrn[0] ? 'n' : ' ';
-			}
-			else
-			{
-				dims[0] = nins;
-				args[2] = PointerGetDatum(construct_md_array(iid, iidn, 1, dims, lbs, INT8OID,
-															 8, FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-				args[3] = queue_text_array(nins, ibody, NULL);
-				args[4] = queue_text_array(nins, igrp, igrpn);
-				args[5] = queue_text_array(nins, idd, iddn);
-				args[6] = PointerGetDatum(construct_md_array(iattr, iattrn, 1, dims, lbs, JSONBOID,
-															 -1, false, TYPALIGN_INT));
-			}
-			rc = SPI_execute_plan(queue_plan(q, nins == 1 ? QP_SEND_ONE : QP_SEND_GENERAL),
-								  args, nulls, false, 0);
-			if (rc != SPI_OK_INSERT_RETURNING || SPI_processed != (uint64) nins)
-				elog(ERROR, "queue send failed: %s", SPI_result_code_string(rc));
-			nins = 0;
-			for (int i = 0; i < n; i++)
-			{
-				if (dup[i])
-					continue;
-				ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[nins],
-													 SPI_tuptable->tupdesc, 1, &isnull));
-				nins++;
-			}
-		}
+		queue_insert_messages(q, nins, iid, ibody, igrp, igrpn, idd, iddn,
+							  iattr, iattrn, now + delay, now);
+		nins = 0;
+		for (int i = 0; i < n; i++)
+			if (!dup[i])
+				ids[i] = iid[nins++];
 	}
 
 	/*
@@ -326,7 +280,7 @@ queue_send_entries(QueueMeta *q, SendBatch *b, int64 delay, bool batch,
 		queue_count(q->id, QC_DEDUPLICATED, ndup);
 }
 
-/* queue_send_entries, with one result row per entry. */
+/* queue_send_entries, with one result row per entry (send: one row). */
 static void
 send_general(ReturnSetInfo *rsinfo, QueueMeta *q, SendBatch *b, int64 delay,
 			 bool batch)
@@ -366,13 +320,14 @@ queue_send(PG_FUNCTION_ARGS)
 	text	   *group;
 	text	   *dedup;
 	int64		delay;
-	TimestampTz now;
-	Datum		args[6];
-	char		nulls[6] = {' ', ' ', ' ', ' ', ' ', ' '};
-	Datum		values[3];
-	bool		isnull[3] = {false, true, false};
-	bool		isnull_id;
-	int			rc;
+	SendBatch	b;
+	Datum		body;
+	Datum		attrs;
+	Datum		g;
+	Datum		d;
+	bool		gnull;
+	bool		dnull;
+	bool		anull;
 
 	queue_arg_notnull(fcinfo, 0, "queue_name");
 	queue_arg_notnull(fcinfo, 1, "body");
@@ -386,54 +341,25 @@ queue_send(PG_FUNCTION_ARGS)
 	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_SEND);
 	delay = send_delay(fcinfo, q);
 
-	/* FIFO and deduplicated sends take the general path, as a batch of one. */
-	if (q->fifo || dedup != NULL)
-	{
-		SendBatch	b;
-		Datum		body = PointerGetDatum(queue_body_text(PG_GETARG_DATUM(1), is_jsonb, q, "body"));
-		Datum		attrs = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
-		Datum		g = PointerGetDatum(group);
-		Datum		d = PointerGetDatum(dedup);
-		bool		gnull = (group == NULL);
-		bool		dnull = (dedup == NULL);
-		bool		anull = PG_ARGISNULL(5);
-
-		queue_check_message_size(q, body, attrs, anull, "attributes");
-		b.n = 1;
-		b.bodies = &body;
-		b.groups = &g;
-		b.group_nulls = &gnull;
-		b.dedups = &d;
-		b.dedup_nulls = &dnull;
-		b.attrs = &attrs;
-		b.attr_nulls = &anull;
-		b.topic_copy = false;
-		send_general(rsinfo, q, &b, delay, false);
-		queue_close(&call);
-		return (Datum) 0;
-	}
-
-	now = GetCurrentTimestamp();
-	args[0] = TimestampTzGetDatum(now + delay);
-	args[1] = TimestampTzGetDatum(now);
-	args[2] = group ? PointerGetDatum(group) : (Datum) 0;
-	nulls[2] = group ? ' ' : 'n';
-	args[3] = dedup ? PointerGetDatum(dedup) : (Datum) 0;
-	nulls[3] = dedup ? ' ' : 'n';
-	args[4] = PG_ARGISNULL(5) ? (Datum) 0 : PG_GETARG_DATUM(5);
-	nulls[4] = PG_ARGISNULL(5) ? 'n' : ' ';
-	args[5] = PointerGetDatum(queue_body_text(PG_GETARG_DATUM(1), is_jsonb, q, "body"));
-	queue_check_message_size(q, args[5], args[4], PG_ARGISNULL(5), "attributes");
-
-	rc = SPI_execute_plan(queue_plan(q, QP_SEND), args, nulls, false, 0);
-	if (rc != SPI_OK_INSERT_RETURNING || SPI_processed != 1)
-		elog(ERROR, "queue send failed: %s", SPI_result_code_string(rc));
-
-	values[0] = SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull_id);
-	values[1] = (Datum) 0;		/* sequence_number: FIFO queues only */
-	values[2] = BoolGetDatum(false);
-	tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, isnull);
-	queue_count(q->id, QC_SENT, 1);
+	/* A batch of one. */
+	body = PointerGetDatum(queue_body_text(PG_GETARG_DATUM(1), is_jsonb, q, "body"));
+	anull = PG_ARGISNULL(5);
+	attrs = anull ? (Datum) 0 : PG_GETARG_DATUM(5);
+	queue_check_message_size(q, body, attrs, anull, "attributes");
+	g = PointerGetDatum(group);
+	gnull = (group == NULL);
+	d = PointerGetDatum(dedup);
+	dnull = (dedup == NULL);
+	b.n = 1;
+	b.bodies = &body;
+	b.groups = &g;
+	b.group_nulls = &gnull;
+	b.dedups = &d;
+	b.dedup_nulls = &dnull;
+	b.attrs = &attrs;
+	b.attr_nulls = &anull;
+	b.topic_copy = false;
+	send_general(rsinfo, q, &b, delay, false);
 	queue_close(&call);
 	return (Datum) 0;
 }

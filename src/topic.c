@@ -117,11 +117,9 @@ sub_matches(TopicSub *s, TopicMessage *p)
 static void
 claim_ids(TopicMeta *t, int n, TopicMessage *pubs, TimestampTz now)
 {
-	static Oid	seq = InvalidOid;
+	Oid			seq = queue_message_id_seq();
 	Interval	window = {.time = QUEUE_TOPIC_DEDUP_WINDOW};
 
-	if (!OidIsValid(seq))
-		seq = get_relname_relid("message_id_seq", get_namespace_oid("queue_data", false));
 	for (int i = 0; i < n; i++)
 	{
 		TopicMessage *p = &pubs[i];

@@ -253,7 +253,8 @@ run_tap() {
 		else
 			FAILED=$((FAILED + 1))
 			FAILED_NAMES+=("tap/$name")
-			for log in "tmp_check/log/regress_log_$name" tmp_check/log/"${name}"_*.log; do
+			# tmp_check/log up to 16; from 17 the TAP modules write to log/
+			for log in {tmp_check/log,log}/"regress_log_$name" {tmp_check/log,log}/"${name}"_*.log; do
 				if [ -s "$log" ]; then
 					echo "=== tap: tail of $log ==="
 					tail -n 60 "$log"

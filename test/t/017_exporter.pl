@@ -97,7 +97,8 @@ my $port = PostgreSQL::Test::Cluster::get_free_port();
 my $user = getpwuid($<);
 $ENV{DATA_SOURCE_NAME} =
   sprintf('host=%s port=%d user=%s dbname=postgres sslmode=disable', $node->host, $node->port, $user);
-my $exporter_log = "$PostgreSQL::Test::Utils::tmp_check/log/017_exporter_exporter.log";
+# log_path: tmp_check/log up to 16, TESTLOGDIR (or log/) from 17.
+my $exporter_log = "$PostgreSQL::Test::Utils::log_path/017_exporter_exporter.log";
 my $h = IPC::Run::start(
 	[
 		$exporter, "--extend.query-path=$queries",

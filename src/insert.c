@@ -1,0 +1,215 @@
+/*-------------------------------------------------------------------------
+ *
+ * insert.c
+ *	  Writing a send's messages into the queue's table.
+ *
+ * A send's rows are written as COPY writes them: built here as tuples, put
+ * in with table_multi_insert (one WAL record per heap page, not per row),
+ * then entered in the table's indexes.  A statement would cost an executor
+ * start-up per call and, for a batch, a text[] built only to be unnested
+ * again; for 100 messages the multi-insert also writes a few heap records
+ * instead of 100.
+ *
+ * What the executor would check, this file must guarantee itself: every
+ * column of the table is known here by name (a column added by a later
+ * upgrade that this file does not fill is an error, never a silent null in
+ * a NOT NULL column), the queue tables have no triggers, CHECK constraints
+ * or rules (queue--1.0.sql and the upgrades create none), and uniqueness is
+ * checked by the indexes as always.  The caller holds the queue's cache
+ * entry (catalog.c) and runs as the tables' owner (acl.c).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/tableam.h"
+#include "access/table.h"
+#include "access/xact.h"
+#include "catalog/namespace.h"
+#include "commands/sequence.h"
+#include "executor/executor.h"
+#include "nodes/execnodes.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+
+#include "queue.h"
+
+/* The columns a send fills, by name (queue--1.0.sql and later). */
+typedef enum MsgColumn
+{
+	MC_MESSAGE_ID,
+	MC_VISIBLE_AT,
+	MC_SENT_AT,
+	MC_SEQUENCE_NUMBER,
+	MC_RECEIVE_COUNT,
+	MC_GROUP,
+	MC_DEDUP,
+	MC_ATTRIBUTES,
+	MC_BODY,
+	MC_NUM
+} MsgColumn;
+
+static const char *const msg_column_names[MC_NUM] = {
+	[MC_MESSAGE_ID] = "message_id",
+	[MC_VISIBLE_AT] = "visible_at",
+	[MC_SENT_AT] = "sent_at",
+	[MC_SEQUENCE_NUMBER] = "sequence_number",
+	[MC_RECEIVE_COUNT] = "receive_count",
+	[MC_GROUP] = "message_group_id",
+	[MC_DEDUP] = "deduplication_id",
+	[MC_ATTRIBUTES] = "attributes",
+	[MC_BODY] = "body",
+};
+
+/* Columns a send leaves null: set by receives and dead-letter moves. */
+static const char *const msg_null_columns[] = {
+	"receipt", "first_received_at", "source_queue_id"
+};
+
+/*
+ * Where each filled column is in rel's tuples (0-based), checked against
+ * the whole descriptor: an unknown live column stops the send.
+ */
+static void
+map_columns(Relation rel, int *pos)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	for (int c = 0; c < MC_NUM; c++)
+		pos[c] = -1;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		const char *name = NameStr(att->attname);
+		bool		known = false;
+
+		if (att->attisdropped)
+			continue;
+		for (int c = 0; c < MC_NUM && !known; c++)
+			if (strcmp(name, msg_column_names[c]) == 0)
+			{
+				pos[c] = i;
+				known = true;
+			}
+		for (int k = 0; k < lengthof(msg_null_columns) && !known; k++)
+			known = strcmp(name, msg_null_columns[k]) == 0;
+		if (!known)
+			elog(ERROR, "column \"%s\" of %s is not one a send knows",
+				 name, RelationGetRelationName(rel));
+	}
+	for (int c = 0; c < MC_NUM; c++)
+		if (pos[c] < 0)
+			elog(ERROR, "relation %s has no column \"%s\"",
+				 RelationGetRelationName(rel), msg_column_names[c]);
+}
+
+/* queue_data.message_id_seq, looked up once per call (it may be dropped). */
+Oid
+queue_message_id_seq(void)
+{
+	Oid			seq = queue_data_relid("message_id_seq");
+
+	if (!OidIsValid(seq))
+		elog(ERROR, "relation queue_data.message_id_seq does not exist");
+	return seq;
+}
+
+/*
+ * Write n messages into q's table, all visible at visible_at and sent at
+ * sent_at.  ids[i] is the message's id when a deduplication claim drew it,
+ * 0 for one to draw here from the sequence (in entry order, so ids follow
+ * call order); on return ids[] holds every message's id.  FIFO messages take
+ * their id as sequence number.
+ */
+void
+queue_insert_messages(QueueMeta *q, int n, int64 *ids, const Datum *bodies,
+					  const Datum *groups, const bool *group_nulls,
+					  const Datum *dedups, const bool *dedup_nulls,
+					  const Datum *attrs, const bool *attr_nulls,
+					  TimestampTz visible_at, TimestampTz sent_at)
+{
+	Relation	rel;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot **slots;
+	int			pos[MC_NUM];
+	Oid			seq = InvalidOid;
+	CommandId	cid;
+
+	if (n <= 0)
+		return;
+	rel = table_open(q->relid, RowExclusiveLock);
+	map_columns(rel, pos);
+
+	estate = CreateExecutorState();
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	ExecOpenIndices(rri, false);
+
+	slots = palloc(n * sizeof(TupleTableSlot *));
+	for (int i = 0; i < n; i++)
+	{
+		TupleTableSlot *slot = table_slot_create(rel, NULL);
+		Datum	   *v = slot->tts_values;
+		bool	   *isnull = slot->tts_isnull;
+
+		if (ids[i] == 0)
+		{
+			if (!OidIsValid(seq))
+				seq = queue_message_id_seq();
+			ids[i] = nextval_internal(seq, false);
+		}
+		ExecClearTuple(slot);
+		memset(isnull, true, slot->tts_tupleDescriptor->natts * sizeof(bool));
+		v[pos[MC_MESSAGE_ID]] = Int64GetDatum(ids[i]);
+		v[pos[MC_VISIBLE_AT]] = TimestampTzGetDatum(visible_at);
+		v[pos[MC_SENT_AT]] = TimestampTzGetDatum(sent_at);
+		v[pos[MC_RECEIVE_COUNT]] = Int32GetDatum(0);
+		v[pos[MC_BODY]] = bodies[i];
+		isnull[pos[MC_MESSAGE_ID]] = false;
+		isnull[pos[MC_VISIBLE_AT]] = false;
+		isnull[pos[MC_SENT_AT]] = false;
+		isnull[pos[MC_RECEIVE_COUNT]] = false;
+		isnull[pos[MC_BODY]] = false;
+		if (q->fifo)
+		{
+			v[pos[MC_SEQUENCE_NUMBER]] = Int64GetDatum(ids[i]);
+			isnull[pos[MC_SEQUENCE_NUMBER]] = false;
+		}
+		if (!group_nulls[i])
+		{
+			v[pos[MC_GROUP]] = groups[i];
+			isnull[pos[MC_GROUP]] = false;
+		}
+		if (!dedup_nulls[i])
+		{
+			v[pos[MC_DEDUP]] = dedups[i];
+			isnull[pos[MC_DEDUP]] = false;
+		}
+		if (!attr_nulls[i])
+		{
+			v[pos[MC_ATTRIBUTES]] = attrs[i];
+			isnull[pos[MC_ATTRIBUTES]] = false;
+		}
+		ExecStoreVirtualTuple(slot);
+		slots[i] = slot;
+	}
+
+	/* As a statement would: its rows are seen by the statements after it. */
+	cid = GetCurrentCommandId(true);
+	table_multi_insert(rel, slots, n, cid, 0, NULL);
+	for (int i = 0; i < n; i++)
+	{
+		List	   *conflicts = queue_insert_index_tuples(rri, slots[i], estate);
+
+		Assert(conflicts == NIL);
+		list_free(conflicts);
+		ExecDropSingleTupleTableSlot(slots[i]);
+	}
+	CommandCounterIncrement();
+
+	ExecCloseIndices(rri);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);	/* the lock stays until the transaction ends */
+	pfree(slots);
+}
