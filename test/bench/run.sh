@@ -38,6 +38,14 @@
 #  6. consumers (test/bench/consumers.sh; CONSUMERS=0 skips them): push
 #     latency from commit to handler (median, p99), and a consumer draining
 #     100,000 messages against the standard full cycle of its shape
+#  7. many queues (test/bench/many.sh; MANYQ=0 skips it): MANYQ_QUEUES
+#     queues (10,000; 1,000 with QUICK=1) in a database of their own:
+#     queue.create and queue.drop per second against CREATE/DROP TABLE of a
+#     hand-written queue, relations and KB per empty queue, the worker's and
+#     launcher's CPU with all of them idle (MANYQ_IDLE_SECS), one backend's
+#     memory after touching min(N, 1000) of them (queue.plan_cache_queues 0
+#     and 100), and the full cycle spread over min(N, 1000) queues against
+#     one queue
 #  4. (not with QUICK=1) the soak: SOAK_MESSAGES messages through a queue
 #     kept near empty (send 10 -> receive 10 -> delete, 4 clients, autovacuum
 #     at its defaults), for the extension and the floor (idx): throughput per
@@ -614,6 +622,13 @@ fi
 if [ "$EXT" = 1 ] && [ "${CONSUMERS:-1}" = 1 ]; then
 	# shellcheck source=consumers.sh
 	. "$HERE/consumers.sh"
+fi
+
+# --- 7. many queues ------------------------------------------------------------------
+
+if [ "$EXT" = 1 ] && [ "${MANYQ:-1}" = 1 ]; then
+	# shellcheck source=many.sh
+	. "$HERE/many.sh"
 fi
 
 # --- summary -------------------------------------------------------------------------
