@@ -32,12 +32,16 @@
 #     and once with 100 (SET in the session); beside them a session that
 #     touched one queue
 #  e. the full cycle (send -> receive -> delete, test/bench/many_cycle_b1.sql,
-#     4 clients, synchronous_commit off, -M prepared, SECS s, median of
-#     RUNS) on a random queue among MANYQ_TOUCH, against the same script on
+#     MANYQ_CLIENTS (4) clients, synchronous_commit off (MANYQ_SYNC),
+#     -M prepared, MANYQ_SECS (SECS) s, median of RUNS) on a random queue
+#     among MANYQ_TOUCH, against the same script on
 #     one queue (m1), and the spread again with queue.plan_cache_queues =
 #     100 (PGOPTIONS); each of the MANYQ_TOUCH queues holds MANYQ_PREFILL
 #     (100) visible messages at the start, so a receive always
-#     finds one
+#     finds one.  Each client's backend plans its statements for a queue
+#     the first time it uses it (the first second of a spread run is mostly
+#     that), so the line also gives the last second of the run (pgbench -P
+#     1, median over the runs): the rate once every queue has been seen.
 #  f. drop: queue.drop('m<i>') for all N, one statement each, drops/s (one
 #     statement dropping them all runs out of lock slots); beside it DROP
 #     TABLE of the floor's N tables, one statement each
@@ -58,6 +62,7 @@ MANYQ_TOUCH=${MANYQ_TOUCH:-$((MANYQ_QUEUES < 1000 ? MANYQ_QUEUES : 1000))}
 MANYQ_CLIENTS=${MANYQ_CLIENTS:-4}
 MANYQ_SYNC=${MANYQ_SYNC:-off}
 MANYQ_PREFILL=${MANYQ_PREFILL:-100}
+MANYQ_SECS=${MANYQ_SECS:-$SECS}
 MN=$MANYQ_QUEUES
 
 mpsql() { "$BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$BENCH_DIR" -p "$PORT" -U postgres -d "$1" "${@:2}"; }
@@ -189,7 +194,8 @@ many_cycle() {
 	spread_pc100) sync="$MANYQ_SYNC -c queue.plan_cache_queues=100" ;;
 	esac
 	before=$(mval manyq "SELECT coalesce(sum(sent), 0) || ' ' || coalesce(sum(deleted), 0) FROM queue.stats")
-	PGB_DB=manyq pgb "$SCRIPTS/many_cycle_b1.sql" "$MANYQ_CLIENTS" "$sync" "-T $SECS" -D nq="$nq"
+	PGB_DB=manyq pgb "$SCRIPTS/many_cycle_b1.sql" "$MANYQ_CLIENTS" "$sync" "-T $MANYQ_SECS" -P 1 -D nq="$nq"
+	LAST[$1]+=" $(sed -n 's/^progress: [0-9.]* s, \([0-9.]*\) tps.*/\1/p' <<<"$OUT" | tail -n 1)"
 	check "many queues cycle $1: sent and deleted" \
 		"$(mval manyq "SELECT coalesce(sum(sent), 0) || ' ' || coalesce(sum(deleted), 0) FROM queue.stats")" \
 		"$(awk -v b="$before" -v t="$TX" 'BEGIN { split(b, x, " "); print x[1] + t, x[2] + t }')"
@@ -203,10 +209,14 @@ seq 1 "$MANYQ_TOUCH" | awk -v n="$MANYQ_PREFILL" '{ printf "SELECT count(*) FROM
 	>"$BENCH_DIR/many_fill.sql"
 mpsql manyq -f "$BENCH_DIR/many_fill.sql" >/dev/null
 mpsql manyq -c "VACUUM ANALYZE" -c "CHECKPOINT"
+declare -A LAST=()
 measure "many queues cycle" many_cycle -- one spread spread_pc100
-result manyq_cycle_1q "${MED[one]}" msgs/s 0 - "($MANYQ_CLIENTS clients, synchronous_commit $MANYQ_SYNC)"
-result manyq_cycle_spread "${MED[spread]}" msgs/s 0 "${MED[one]}" "($MANYQ_TOUCH queues; ratio: / 1 queue)"
-result manyq_cycle_spread_pc100 "${MED[spread_pc100]}" msgs/s 0 "${MED[one]}" "($MANYQ_TOUCH queues, plan_cache_queues 100; ratio: / 1 queue)"
+for k in one spread spread_pc100; do LAST[$k]=$(median <<<"${LAST[$k]}"); done
+result manyq_cycle_1q "${MED[one]}" msgs/s 0 - "($MANYQ_CLIENTS clients, synchronous_commit $MANYQ_SYNC, ${MANYQ_SECS}s; last second $(fmt "${LAST[one]}"))"
+result manyq_cycle_spread "${MED[spread]}" msgs/s 0 "${MED[one]}" \
+	"($MANYQ_TOUCH queues; ratio: / 1 queue; last second $(fmt "${LAST[spread]}"), $(ratio "${LAST[spread]}" "${LAST[one]}") of 1 queue's)"
+result manyq_cycle_spread_pc100 "${MED[spread_pc100]}" msgs/s 0 "${MED[one]}" \
+	"($MANYQ_TOUCH queues, plan_cache_queues 100; ratio: / 1 queue; last second $(fmt "${LAST[spread_pc100]}"), $(ratio "${LAST[spread_pc100]}" "${LAST[one]}") of 1 queue's)"
 
 # f: drop them
 timed manyq "$BENCH_DIR/many_drop.sql"

@@ -90,6 +90,11 @@
 #                      (off: the latency is the receive's work, not the
 #                      wait for the WAL flush, which varies more than it)
 #   SOAK=0/1           the soak (1; 0); SOAK_MESSAGES (1000000), SOAK_SYNC (on)
+#   MANYQ=0/1          the many-queues section (1); MANYQ_QUEUES (10000;
+#                      1000), MANYQ_TOUCH (min(MANYQ_QUEUES, 1000): queues of
+#                      the memory and cycle parts), MANYQ_IDLE_SECS (30; 10),
+#                      MANYQ_SECS (SECS), MANYQ_CLIENTS (4), MANYQ_SYNC (off),
+#                      MANYQ_PREFILL (100 messages per queue in the cycle)
 #   PREFILL            messages waiting at the start of each run (1000)
 #   BODY_BYTES         message body size (100)
 #   BENCH_FLOOR_ONLY=1 measure the floor only; the extension may be missing
