@@ -68,13 +68,26 @@ MN=$MANYQ_QUEUES
 mpsql() { "$BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$BENCH_DIR" -p "$PORT" -U postgres -d "$1" "${@:2}"; }
 mval() { mpsql "$1" -At -c "$2"; }
 now_ns() { date +%s%N; }
-# timed DB FILE: runs FILE in one psql session; sets SECS_TAKEN
+# timed DB FILE: runs FILE's statements in tenths, one psql session each;
+# sets SECS_TAKEN (all of them) and TENTHS ("first last": statements per
+# second in the first and the last tenth, to see whether the rate holds up
+# as the catalog grows)
 timed() {
-	local t0 t1
-	t0=$(now_ns)
-	mpsql "$1" -f "$2" >/dev/null
-	t1=$(now_ns)
-	SECS_TAKEN=$(awk -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')
+	local t0 t1 k lines first="" last="" rate
+	rm -f "$2".part*
+	split -d -n l/10 "$2" "$2.part"
+	SECS_TAKEN=0
+	for k in "$2".part*; do
+		lines=$(wc -l <"$k")
+		t0=$(now_ns)
+		mpsql "$1" -f "$k" >/dev/null
+		t1=$(now_ns)
+		rate=$(awk -v a="$t0" -v b="$t1" -v n="$lines" 'BEGIN { print (b > a ? n * 1e9 / (b - a) : 0) }')
+		[ -n "$first" ] || first=$rate
+		last=$rate
+		SECS_TAKEN=$(awk -v s="$SECS_TAKEN" -v a="$t0" -v b="$t1" 'BEGIN { printf "%.3f", s + (b - a) / 1e9 }')
+	done
+	TENTHS="$(fmt "$first") $(fmt "$last")"
 }
 per_s() { awk -v n="$1" -v s="$2" 'BEGIN { print (s > 0 ? n / s : 0) }'; }
 # db_stats DB SCHEMA -> "pg_class rows, bytes of SCHEMA's tables (with
@@ -120,19 +133,20 @@ mpsql manyq_floor -c "CHECKPOINT"
 before=$(db_stats manyq_floor floor)
 timed manyq_floor "$BENCH_DIR/many_floor_create.sql"
 FLOOR_CREATE=$(per_s "$MN" "$SECS_TAKEN")
-echo "  floor: $MN tables created in $SECS_TAKEN s"
+echo "  floor: $MN tables created in $SECS_TAKEN s (per s, first and last tenth: $TENTHS)"
 read -r FLOOR_REL FLOOR_KB FLOOR_DBKB <<<"$(per_queue "$before" "$(db_stats manyq_floor floor)")"
 timed manyq_floor "$BENCH_DIR/many_floor_drop.sql"
 FLOOR_DROP=$(per_s "$MN" "$SECS_TAKEN")
-echo "  floor: $MN tables dropped in $SECS_TAKEN s"
+echo "  floor: $MN tables dropped in $SECS_TAKEN s (per s, first and last tenth: $TENTHS)"
 psql_run <<<"DROP DATABASE manyq_floor WITH (FORCE)"
 
 mpsql manyq -c "CHECKPOINT"
 before=$(db_stats manyq queue_data)
 timed manyq "$BENCH_DIR/many_create.sql"
-echo "  queues: $MN created in $SECS_TAKEN s"
+echo "  queues: $MN created in $SECS_TAKEN s (per s, first and last tenth: $TENTHS)"
+read -r Q_FIRST Q_LAST <<<"$TENTHS"
 read -r Q_REL Q_KB Q_DBKB <<<"$(per_queue "$before" "$(db_stats manyq queue_data)")"
-result manyq_create "$(per_s "$MN" "$SECS_TAKEN")" queues/s 0 "$FLOOR_CREATE" "(floor: $(fmt "$FLOOR_CREATE") tables/s; $MN queues)"
+result manyq_create "$(per_s "$MN" "$SECS_TAKEN")" queues/s 0 "$FLOOR_CREATE" "(floor: $(fmt "$FLOOR_CREATE") tables/s; $MN queues; first tenth $Q_FIRST/s, last tenth $Q_LAST/s)"
 result manyq_relations_per_queue "$Q_REL" rels 2 "$FLOOR_REL" "(floor: $FLOOR_REL)"
 result manyq_kb_per_queue "$Q_KB" KB 1 "$FLOOR_KB" "(own tables, indexes, TOAST; floor: $FLOOR_KB)"
 result manyq_db_kb_per_queue "$Q_DBKB" KB 1 "$FLOOR_DBKB" "(database growth with the catalog rows; floor: $FLOOR_DBKB)"
@@ -185,6 +199,14 @@ result manyq_mem_touched "$M0" MB 1 "$M1" "(CachedPlan* $(fmt "$M0P" 1), CacheMe
 result manyq_mem_touched_pc100 "$MH" MB 1 "$M1" "(CachedPlan* $(fmt "$MHP" 1), CacheMemoryContext $(fmt "$MHC" 1); $MANYQ_TOUCH queues touched, plan_cache_queues 100; ratio: / 1 queue)"
 result manyq_mem_kb_per_queue "$(awk -v a="$M0" -v b="$M1" -v n="$MANYQ_TOUCH" 'BEGIN { print (n > 1 ? (a - b) * 1024 / (n - 1) : 0) }')" KB 1 - "(plan_cache_queues 0)"
 
+# "sent deleted" over every queue of manyq, from the counters alone:
+# queue.stats also counts each queue's messages, opening every queue's table
+# in one statement, which runs out of lock slots at 10,000 queues
+sent_deleted() {
+	mval manyq "SELECT coalesce(sum(c.sent), 0) || ' ' || coalesce(sum(c.deleted), 0)
+	              FROM queue._queues q, LATERAL queue._counters(q.queue_id) c"
+}
+
 # e: the cycle spread over MANYQ_TOUCH queues against one queue
 many_cycle() {
 	local nq=$MANYQ_TOUCH sync=$MANYQ_SYNC before
@@ -193,11 +215,11 @@ many_cycle() {
 	# pgb puts its SYNC argument into PGOPTIONS
 	spread_pc100) sync="$MANYQ_SYNC -c queue.plan_cache_queues=100" ;;
 	esac
-	before=$(mval manyq "SELECT coalesce(sum(sent), 0) || ' ' || coalesce(sum(deleted), 0) FROM queue.stats")
+	before=$(sent_deleted)
 	PGB_DB=manyq pgb "$SCRIPTS/many_cycle_b1.sql" "$MANYQ_CLIENTS" "$sync" "-T $MANYQ_SECS" -P 1 -D nq="$nq"
 	LAST[$1]+=" $(sed -n 's/^progress: [0-9.]* s, \([0-9.]*\) tps.*/\1/p' <<<"$OUT" | tail -n 1)"
 	check "many queues cycle $1: sent and deleted" \
-		"$(mval manyq "SELECT coalesce(sum(sent), 0) || ' ' || coalesce(sum(deleted), 0) FROM queue.stats")" \
+		"$(sent_deleted)" \
 		"$(awk -v b="$before" -v t="$TX" 'BEGIN { split(b, x, " "); print x[1] + t, x[2] + t }')"
 	# shellcheck disable=SC2034 # read by measure (run.sh)
 	M=$TPS
@@ -220,8 +242,9 @@ result manyq_cycle_spread_pc100 "${MED[spread_pc100]}" msgs/s 0 "${MED[one]}" \
 
 # f: drop them
 timed manyq "$BENCH_DIR/many_drop.sql"
-echo "  queues: $MN dropped in $SECS_TAKEN s"
-result manyq_drop "$(per_s "$MN" "$SECS_TAKEN")" queues/s 0 "$FLOOR_DROP" "(floor: $(fmt "$FLOOR_DROP") tables/s)"
+echo "  queues: $MN dropped in $SECS_TAKEN s (per s, first and last tenth: $TENTHS)"
+read -r Q_FIRST Q_LAST <<<"$TENTHS"
+result manyq_drop "$(per_s "$MN" "$SECS_TAKEN")" queues/s 0 "$FLOOR_DROP" "(floor: $(fmt "$FLOOR_DROP") tables/s; first tenth $Q_FIRST/s, last tenth $Q_LAST/s)"
 check "many queues: queues left after the drops" "$(mval manyq "SELECT count(*) FROM queue.queues")" 0
 # the worker leaves a database without the extension; FORCE for the rest
 mpsql manyq -c "DROP EXTENSION queue"
