@@ -65,7 +65,8 @@
 # targets, marked ok or MISS.  Nothing is asserted: figures are printed.
 #
 # Environment (all optional; defaults for the full run, then QUICK=1):
-#   QUICK=1            smoke reading in under a minute: 1 run of 2 s, c8,
+#   QUICK=1            smoke reading in about two minutes (one of them many
+#                      queues, 1,000 of them): 1 run of 2 s, c8,
 #                      batches 1 and 10, sync on, no scale test, no soak
 #   RUNS, SECS         runs per figure (3; 1) and seconds per run (3; 2)
 #   SYNC_COMMITS       synchronous_commit settings ("on off"; "on")
