@@ -209,7 +209,8 @@ queue_size() {
 # pgb SCRIPT CLIENTS SYNC LENGTH [pgbench args...]: one pgbench run, LENGTH
 # "-T secs" or "-t transactions per client".  Sets TPS (transactions per
 # second, without connection time), TX (transactions run), DUR (seconds, TX /
-# TPS) and OUT (the whole output).
+# TPS) and OUT (the whole output).  PGB_DB names another database than
+# postgres (many.sh's).
 pgb() {
 	local script=$1 c=$2 sync=$3 len=$4 logoff
 	shift 4
@@ -217,7 +218,7 @@ pgb() {
 	OUT=$(PGOPTIONS="-c synchronous_commit=$sync" "$BINDIR/pgbench" -n -M prepared --failures-detailed $len -c "$c" -j "$c" \
 		-h "$BENCH_DIR" -p "$PORT" -U postgres \
 		-D queue="$QUEUE" -D body="$BODY" -D i=0 "$@" \
-		-f "$script" postgres 2>&1) || {
+		-f "$script" "${PGB_DB:-postgres}" 2>&1) || {
 		echo "$OUT" >&2
 		die "pgbench $(basename "$script") -c $c failed"
 	}

@@ -38,6 +38,14 @@
 #  6. consumers (test/bench/consumers.sh; CONSUMERS=0 skips them): push
 #     latency from commit to handler (median, p99), and a consumer draining
 #     100,000 messages against the standard full cycle of its shape
+#  7. many queues (test/bench/many.sh; MANYQ=0 skips it): MANYQ_QUEUES
+#     queues (10,000; 1,000 with QUICK=1) in a database of their own:
+#     queue.create and queue.drop per second against CREATE/DROP TABLE of a
+#     hand-written queue, relations and KB per empty queue, the worker's and
+#     launcher's CPU with all of them idle (MANYQ_IDLE_SECS), one backend's
+#     memory after touching min(N, 1000) of them (queue.plan_cache_queues 0
+#     and 100), and the full cycle spread over min(N, 1000) queues against
+#     one queue
 #  4. (not with QUICK=1) the soak: SOAK_MESSAGES messages through a queue
 #     kept near empty (send 10 -> receive 10 -> delete, 4 clients, autovacuum
 #     at its defaults), for the extension and the floor (idx): throughput per
@@ -57,7 +65,8 @@
 # targets, marked ok or MISS.  Nothing is asserted: figures are printed.
 #
 # Environment (all optional; defaults for the full run, then QUICK=1):
-#   QUICK=1            smoke reading in under a minute: 1 run of 2 s, c8,
+#   QUICK=1            smoke reading in about two minutes (one of them many
+#                      queues, 1,000 of them): 1 run of 2 s, c8,
 #                      batches 1 and 10, sync on, no scale test, no soak
 #   RUNS, SECS         runs per figure (3; 1) and seconds per run (3; 2)
 #   SYNC_COMMITS       synchronous_commit settings ("on off"; "on")
@@ -82,6 +91,11 @@
 #                      (off: the latency is the receive's work, not the
 #                      wait for the WAL flush, which varies more than it)
 #   SOAK=0/1           the soak (1; 0); SOAK_MESSAGES (1000000), SOAK_SYNC (on)
+#   MANYQ=0/1          the many-queues section (1); MANYQ_QUEUES (10000;
+#                      1000), MANYQ_TOUCH (min(MANYQ_QUEUES, 1000): queues of
+#                      the memory and cycle parts), MANYQ_IDLE_SECS (30; 10),
+#                      MANYQ_SECS (SECS), MANYQ_CLIENTS (4), MANYQ_SYNC (off),
+#                      MANYQ_PREFILL (100 messages per queue in the cycle)
 #   PREFILL            messages waiting at the start of each run (1000)
 #   BODY_BYTES         message body size (100)
 #   BENCH_FLOOR_ONLY=1 measure the floor only; the extension may be missing
@@ -614,6 +628,13 @@ fi
 if [ "$EXT" = 1 ] && [ "${CONSUMERS:-1}" = 1 ]; then
 	# shellcheck source=consumers.sh
 	. "$HERE/consumers.sh"
+fi
+
+# --- 7. many queues ------------------------------------------------------------------
+
+if [ "$EXT" = 1 ] && [ "${MANYQ:-1}" = 1 ]; then
+	# shellcheck source=many.sh
+	. "$HERE/many.sh"
 fi
 
 # --- summary -------------------------------------------------------------------------

@@ -114,6 +114,8 @@ if [ "$EXT" = 1 ]; then
 	target "consumer push latency median (ms)" "${RES[consumer_latency_median]:--}" "<=" 1
 	target "consumer push latency p99 (ms)" "${RES[consumer_latency_p99]:--}" "<=" 5
 	target "consumer drain (batch 10, concurrency 2) / std cycle c2 b10" "$(r consumer_drain_b10_c2 consumer_cycle_c2_b10)" ">=" 0.8
+	target "many queues: cycle over ${MANYQ_TOUCH:-1000} queues / 1 queue" "$(r manyq_cycle_spread manyq_cycle_1q)" ">=" 0.8
+	target "many queues: idle worker, ${MANYQ_QUEUES:-10000} queues (% of a core)" "${RES[manyq_idle_worker_cpu]:--}" "<=" 1
 	target "soak: slowest / fastest 5 s window" "${RES[soak_std_window_ratio]:--}" ">=" 0.5
 	target "soak: size at the end / the floor's" "$(r soak_std_size soak_floor_size)" "<=" 0.25
 fi
