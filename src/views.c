@@ -20,7 +20,10 @@
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/lmgr.h"
 #include "utils/acl.h"
+#include "utils/rel.h"
+#include "utils/relcache.h"
 
 #include "queue.h"
 
@@ -60,6 +63,71 @@ queue_may_see_sql(PG_FUNCTION_ARGS)
 }
 
 /*
+ * The read locks queue._depth takes on a queue's table and its indexes.
+ * queue.stats reads every queue in one statement; were those locks kept to
+ * the end of the transaction, as a statement's are, 10,000 queues would
+ * need more lock slots than max_locks_per_transaction gives and the view
+ * would fail.  So they go as soon as the queue is read: nothing else of
+ * the statement reads that table again.  A lock the transaction held
+ * before (an earlier statement's) is left alone.
+ */
+typedef struct ReadLocks
+{
+	int			n;
+	Oid		   *relids;
+	bool	   *held_before;
+} ReadLocks;
+
+static bool
+holds_read_lock(Oid relid)
+{
+	Relation	rel = RelationIdGetRelation(relid);
+	bool		held;
+
+	if (rel == NULL)
+		return false;
+	held = CheckRelationLockedByMe(rel, AccessShareLock, false);
+	RelationClose(rel);
+	return held;
+}
+
+static void
+note_read_locks(ReadLocks *locks, Oid relid)
+{
+	Relation	rel = RelationIdGetRelation(relid);
+	List	   *indexes = NIL;
+	ListCell   *lc;
+	int			i = 0;
+
+	if (rel != NULL)
+	{
+		indexes = RelationGetIndexList(rel);
+		RelationClose(rel);
+	}
+	locks->n = 1 + list_length(indexes);
+	locks->relids = palloc(locks->n * sizeof(Oid));
+	locks->held_before = palloc(locks->n * sizeof(bool));
+	locks->relids[i++] = relid;
+	foreach(lc, indexes)
+		locks->relids[i++] = lfirst_oid(lc);
+	for (i = 0; i < locks->n; i++)
+		locks->held_before[i] = holds_read_lock(locks->relids[i]);
+	list_free(indexes);
+}
+
+static void
+release_read_locks(ReadLocks *locks)
+{
+	for (int i = 0; i < locks->n; i++)
+	{
+		if (locks->held_before[i])
+			continue;
+		while (holds_read_lock(locks->relids[i]))
+			UnlockRelationOid(locks->relids[i], AccessShareLock);
+	}
+}
+
+/*
  * queue._depth_checked(queue_id, retention): queue._depth (the counts of
  * queue.stats, PL/pgSQL, not granted to PUBLIC) for a caller who may see
  * the queue, run as the tables' owner.
@@ -74,6 +142,7 @@ queue_depth_checked_sql(PG_FUNCTION_ARGS)
 	Datum		values[5];
 	bool		nulls[5];
 	HeapTuple	result;
+	ReadLocks	locks;
 	int			rc;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
@@ -83,6 +152,7 @@ queue_depth_checked_sql(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("arguments \"queue_id\" and \"retention\" must not be null")));
 	queue_check_may_see(PG_GETARG_INT64(0));
+	note_read_locks(&locks, queue_table_relid(PG_GETARG_INT64(0), 'q'));
 
 	queue_enter(&call);
 	SPI_connect();
@@ -113,6 +183,7 @@ queue_depth_checked_sql(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	queue_leave(&call);
+	release_read_locks(&locks);
 	result = heap_form_tuple(desc, values, nulls);
 	PG_RETURN_DATUM(HeapTupleGetDatum(result));
 }
