@@ -91,6 +91,26 @@ typedef char QueueB64Byte;
 #endif
 
 /*
+ * The same for a speculative insertion (ON CONFLICT's way, insert.c), and
+ * the check before it: ExecCheckIndexConstraints takes the tuple's own id
+ * (none here) from 18.
+ */
+#if PG_VERSION_NUM >= 160000
+#define queue_insert_index_tuples_speculative(rri, slot, estate, conflict, arbiters) \
+	ExecInsertIndexTuples((rri), (slot), (estate), false, true, (conflict), (arbiters), false)
+#else
+#define queue_insert_index_tuples_speculative(rri, slot, estate, conflict, arbiters) \
+	ExecInsertIndexTuples((rri), (slot), (estate), false, true, (conflict), (arbiters))
+#endif
+#if PG_VERSION_NUM >= 180000
+#define queue_check_index_constraints(rri, slot, estate, conflict, arbiters) \
+	ExecCheckIndexConstraints((rri), (slot), (estate), (conflict), NULL, (arbiters))
+#else
+#define queue_check_index_constraints(rri, slot, estate, conflict, arbiters) \
+	ExecCheckIndexConstraints((rri), (slot), (estate), (conflict), (arbiters))
+#endif
+
+/*
  * The search path every statement of ours is parsed and run under, from
  * queue_enter to queue_leave (acl.c): pg_catalog, and never a schema of the
  * caller's nor its pg_temp.  It stays set while our kept plans run, since

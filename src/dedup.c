@@ -16,6 +16,7 @@
 
 #include "common/cryptohash.h"
 #include "common/sha2.h"
+#include "commands/sequence.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
 
@@ -93,7 +94,8 @@ queue_dedup_claim(QueueMeta *q, int n, Datum *scope_keys, Datum *dedup_ids,
 	Datum	   *ck = palloc(n * sizeof(Datum));
 	Datum	   *cd = palloc(n * sizeof(Datum));
 	int			nclaim = 0;
-	Datum		args[4];
+	int64	   *ids;
+	Datum		args[5];
 	int			rc;
 	bool		missing = false;
 
@@ -118,24 +120,63 @@ queue_dedup_claim(QueueMeta *q, int n, Datum *scope_keys, Datum *dedup_ids,
 		duplicate[i] = (first[i] != i);
 	}
 
-	args[0] = TimestampTzGetDatum(now);
-	args[1] = TimestampTzGetDatum(now - q->dedup_window);
-	if (nclaim == 1)
+	/*
+	 * Each key's message id is drawn now, in entry order (a FIFO batch's
+	 * sequence numbers follow its entries), whichever way it is claimed.
+	 * Keys nobody holds are claimed directly (insert.c); the rest by the
+	 * statement, which also tells an expired claim from a live one.
+	 */
 	{
-		/* the usual send of one message: no arrays */
-		args[2] = ck[0];
-		args[3] = cd[0];
-		rc = SPI_execute_plan(queue_plan(q, QP_DEDUP_CLAIM_ONE), args, NULL, false, 0);
+		Oid			seq = queue_message_id_seq();
+		int64	   *cids = palloc(Max(nclaim, 1) * sizeof(int64));
+		bool	   *claimed = palloc(Max(nclaim, 1) * sizeof(bool));
+		int			k = 0;
+		int			rest = 0;
+
+		for (int c = 0; c < nclaim; c++)
+			cids[c] = nextval_internal(seq, false);
+		(void) queue_insert_new_dedup_ids(q, nclaim, ck, cd, cids, now, claimed);
+		for (int i = 0; i < n; i++)
+			if (first[i] == i)
+			{
+				if (claimed[k])
+					message_ids[i] = cids[k];
+				k++;
+			}
+		for (int c = 0; c < nclaim; c++)
+			if (!claimed[c])
+			{
+				ck[rest] = ck[c];
+				cd[rest] = cd[c];
+				cids[rest] = cids[c];
+				rest++;
+			}
+		nclaim = rest;
+		ids = cids;
 	}
-	else
+	if (nclaim > 0)
 	{
-		args[2] = queue_text_array(nclaim, ck, NULL);
-		args[3] = queue_text_array(nclaim, cd, NULL);
-		rc = SPI_execute_plan(queue_plan(q, QP_DEDUP_CLAIM), args, NULL, false, 0);
+		args[0] = TimestampTzGetDatum(now);
+		args[1] = TimestampTzGetDatum(now - q->dedup_window);
+		if (nclaim == 1)
+		{
+			/* the usual send of one message: no arrays */
+			args[2] = ck[0];
+			args[3] = cd[0];
+			args[4] = Int64GetDatum(ids[0]);
+			rc = SPI_execute_plan(queue_plan(q, QP_DEDUP_CLAIM_ONE), args, NULL, false, 0);
+		}
+		else
+		{
+			args[2] = queue_text_array(nclaim, ck, NULL);
+			args[3] = queue_text_array(nclaim, cd, NULL);
+			args[4] = queue_int8_array(nclaim, ids);
+			rc = SPI_execute_plan(queue_plan(q, QP_DEDUP_CLAIM), args, NULL, false, 0);
+		}
+		if (rc != SPI_OK_INSERT_RETURNING)
+			elog(ERROR, "deduplication claim failed: %s", SPI_result_code_string(rc));
+		take_ids(n, first, scope_keys, dedup_ids, message_ids);
 	}
-	if (rc != SPI_OK_INSERT_RETURNING)
-		elog(ERROR, "deduplication claim failed: %s", SPI_result_code_string(rc));
-	take_ids(n, first, scope_keys, dedup_ids, message_ids);
 
 	/* Keys not claimed are held by a live earlier send: fetch its id. */
 	nclaim = 0;

@@ -29,6 +29,7 @@
 #include "commands/sequence.h"
 #include "executor/executor.h"
 #include "nodes/execnodes.h"
+#include "storage/lmgr.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
 
@@ -212,4 +213,127 @@ queue_insert_messages(QueueMeta *q, int n, int64 *ids, const Datum *bodies,
 	FreeExecutorState(estate);
 	table_close(rel, NoLock);	/* the lock stays until the transaction ends */
 	pfree(slots);
+}
+
+/* The columns of d<id>, the deduplication ids (queue--1.0.sql). */
+typedef enum DedupColumn
+{
+	DC_SCOPE_KEY,
+	DC_DEDUP_ID,
+	DC_MESSAGE_ID,
+	DC_ACCEPTED_AT,
+	DC_NUM
+} DedupColumn;
+
+static const char *const dedup_column_names[DC_NUM] = {
+	[DC_SCOPE_KEY] = "scope_key",
+	[DC_DEDUP_ID] = "deduplication_id",
+	[DC_MESSAGE_ID] = "message_id",
+	[DC_ACCEPTED_AT] = "accepted_at",
+};
+
+/*
+ * Claim the deduplication ids (scope_keys[i], dedup_ids[i]) that nobody
+ * holds, each for message id ids[i]: a row of d<id> each, put in the way
+ * INSERT ... ON CONFLICT puts one (speculative insertion: see that the key
+ * is free, insert, see again, and take the row back if another sender got
+ * there meanwhile).  A key that is held, or was taken meanwhile, is left
+ * to dedup.c's statement, which waits for that sender and tells a
+ * duplicate from an expired claim.  claimed[i] says which were claimed
+ * here; returns how many.
+ */
+int
+queue_insert_new_dedup_ids(QueueMeta *q, int n, const Datum *scope_keys,
+						   const Datum *dedup_ids, const int64 *ids,
+						   TimestampTz now, bool *claimed)
+{
+	Relation	rel;
+	TupleDesc	desc;
+	EState	   *estate;
+	ResultRelInfo *rri;
+	TupleTableSlot *slot;
+	List	   *arbiters = NIL;
+	int			pos[DC_NUM];
+	TransactionId xid;
+	CommandId	cid;
+	int			nclaimed = 0;
+
+	rel = table_open(queue_table_relid(q->id, 'd'), RowExclusiveLock);
+	desc = RelationGetDescr(rel);
+	for (int c = 0; c < DC_NUM; c++)
+		pos[c] = -1;
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+		int			c;
+
+		if (att->attisdropped)
+			continue;
+		for (c = 0; c < DC_NUM; c++)
+			if (strcmp(NameStr(att->attname), dedup_column_names[c]) == 0)
+				break;
+		if (c == DC_NUM)
+			elog(ERROR, "column \"%s\" of %s is not one a send knows",
+				 NameStr(att->attname), RelationGetRelationName(rel));
+		pos[c] = i;
+	}
+	for (int c = 0; c < DC_NUM; c++)
+		if (pos[c] < 0)
+			elog(ERROR, "relation %s has no column \"%s\"",
+				 RelationGetRelationName(rel), dedup_column_names[c]);
+
+	estate = CreateExecutorState();
+	rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(rri, rel, 1, NULL, 0);
+	ExecOpenIndices(rri, true);
+	for (int i = 0; i < rri->ri_NumIndices; i++)
+		if (rri->ri_IndexRelationDescs[i]->rd_index->indisunique)
+			arbiters = lappend_oid(arbiters, RelationGetRelid(rri->ri_IndexRelationDescs[i]));
+	if (list_length(arbiters) != 1)
+		elog(ERROR, "relation %s must have one unique index", RelationGetRelationName(rel));
+
+	/* A speculative insertion is known to others by its transaction id. */
+	xid = GetCurrentTransactionId();
+	cid = GetCurrentCommandId(true);
+	slot = table_slot_create(rel, NULL);
+	for (int i = 0; i < n; i++)
+	{
+		ItemPointerData conflict;
+		uint32		token;
+		bool		spec_conflict = false;
+		List	   *recheck;
+
+		claimed[i] = false;
+		ExecClearTuple(slot);
+		slot->tts_values[pos[DC_SCOPE_KEY]] = scope_keys[i];
+		slot->tts_values[pos[DC_DEDUP_ID]] = dedup_ids[i];
+		slot->tts_values[pos[DC_MESSAGE_ID]] = Int64GetDatum(ids[i]);
+		slot->tts_values[pos[DC_ACCEPTED_AT]] = TimestampTzGetDatum(now);
+		memset(slot->tts_isnull, false, desc->natts * sizeof(bool));
+		ExecStoreVirtualTuple(slot);
+
+		/* Held (or being taken, which this waits for): dedup.c's. */
+		if (!queue_check_index_constraints(rri, slot, estate, &conflict, arbiters))
+			continue;
+
+		token = SpeculativeInsertionLockAcquire(xid);
+		table_tuple_insert_speculative(rel, slot, cid, 0, NULL, token);
+		recheck = queue_insert_index_tuples_speculative(rri, slot, estate,
+														&spec_conflict, arbiters);
+		table_tuple_complete_speculative(rel, slot, token, !spec_conflict);
+		SpeculativeInsertionLockRelease(xid);
+		list_free(recheck);
+		if (!spec_conflict)
+		{
+			claimed[i] = true;
+			nclaimed++;
+		}
+	}
+	ExecDropSingleTupleTableSlot(slot);
+	CommandCounterIncrement();
+
+	ExecCloseIndices(rri);
+	FreeExecutorState(estate);
+	table_close(rel, NoLock);
+	return nclaimed;
 }

@@ -125,29 +125,30 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		1, {INT8ARRAYOID}
 	},
 	/*
-	 * Claim deduplication ids: a new id, or one whose window has passed
-	 * (swept or not), takes a fresh message id; a live one returns
-	 * nothing.  A concurrent claim of the same id waits here for the
-	 * first to commit or roll back.
+	 * Claim deduplication ids that insert.c could not claim directly: a
+	 * new id, or one whose window has passed (swept or not), takes the
+	 * message id drawn for it ($5); a live one returns nothing.  A
+	 * concurrent claim of the same id waits here for the first to commit
+	 * or roll back.
 	 */
 	[QP_DEDUP_CLAIM] = {
 		"INSERT INTO {d} AS d (scope_key, deduplication_id, message_id, accepted_at)"
-		" SELECT u.k, u.d, nextval('queue_data.message_id_seq'), $1"
-		" FROM unnest($3, $4) AS u(k, d)"
+		" SELECT u.k, u.d, u.id, $1"
+		" FROM unnest($3, $4, $5) AS u(k, d, id)"
 		" ON CONFLICT (scope_key, deduplication_id) DO UPDATE"
 		" SET message_id = excluded.message_id, accepted_at = excluded.accepted_at"
 		" WHERE d.accepted_at <= $2"
 		" RETURNING scope_key, deduplication_id, message_id",
-		4, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTARRAYOID, TEXTARRAYOID}
+		5, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID}
 	},
 	[QP_DEDUP_CLAIM_ONE] = {
 		"INSERT INTO {d} AS d (scope_key, deduplication_id, message_id, accepted_at)"
-		" VALUES ($3, $4, nextval('queue_data.message_id_seq'), $1)"
+		" VALUES ($3, $4, $5, $1)"
 		" ON CONFLICT (scope_key, deduplication_id) DO UPDATE"
 		" SET message_id = excluded.message_id, accepted_at = excluded.accepted_at"
 		" WHERE d.accepted_at <= $2"
 		" RETURNING scope_key, deduplication_id, message_id",
-		4, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID}
+		5, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT8OID}
 	},
 	[QP_DEDUP_ORIGINALS] = {
 		"SELECT d.scope_key, d.deduplication_id, d.message_id FROM {d} d"

@@ -213,6 +213,17 @@ extern void queue_batch_array(FunctionCallInfo fcinfo, int argno,
 							  const char *argname, int n, Oid elemtype,
 							  Datum **vals, bool **nulls);
 
+/* hmac.c: HMAC-SHA-256 under a kept key (receipts) */
+typedef struct QueueHmacKey
+{
+	uint32		inner[8];		/* SHA-256 state after the key's ipad block */
+	uint32		outer[8];		/* ... and after its opad block */
+} QueueHmacKey;
+
+extern void queue_hmac_set_key(QueueHmacKey *k, const uint8 *key, int keylen);
+extern void queue_hmac(const QueueHmacKey *k, const uint8 *msg, int len,
+					   uint8 *out);
+
 /* insert.c */
 extern Oid	queue_message_id_seq(void);
 extern void queue_insert_messages(QueueMeta *q, int n, int64 *ids,
@@ -221,6 +232,10 @@ extern void queue_insert_messages(QueueMeta *q, int n, int64 *ids,
 								  const bool *dedup_nulls, const Datum *attrs,
 								  const bool *attr_nulls, TimestampTz visible_at,
 								  TimestampTz sent_at);
+extern int	queue_insert_new_dedup_ids(QueueMeta *q, int n,
+									   const Datum *scope_keys,
+									   const Datum *dedup_ids, const int64 *ids,
+									   TimestampTz now, bool *claimed);
 
 /* filter.c: which subscriptions take a published message */
 extern int	queue_text_list(ArrayType *arr, const char *argname, int max, int len,
