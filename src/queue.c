@@ -42,7 +42,7 @@ _PG_init(void)
 							"Queues whose counters shared memory can hold, over all databases.",
 							"Queues beyond this many still work; their counters read as 0.",
 							&queue_max_queues,
-							8192, 16, 1000000,
+							16384, 16, 1000000,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
 	DefineCustomIntVariable("queue.plan_cache_queues",

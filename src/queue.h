@@ -428,7 +428,11 @@ typedef struct QueuePrepared
 typedef struct QueueShared
 {
 	LWLock	   *lock;			/* guards counter inserts and db slots */
-	int			ncounters;		/* size of counters[] */
+	int			ncounters;		/* size of counters[]: 2 x queue.max_queues */
+	int			nused;			/* slots taken, live or reusable: at most
+								 * queue.max_queues, so the table stays half
+								 * empty and a probe for a queue without a
+								 * slot ends at a free slot soon */
 	Latch	   *launcher_latch; /* set to make the launcher look now */
 	QueueDbSlot dbs[QUEUE_MAX_DBS];
 	ConditionVariable wait_cv[QUEUE_WAIT_SLOTS];

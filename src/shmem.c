@@ -31,7 +31,7 @@
 PG_FUNCTION_INFO_V1(queue_register_sql);
 
 QueueShared *queue_shared = NULL;
-int			queue_max_queues = 8192;
+int			queue_max_queues = 16384;
 
 static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static void save_counters(int code, Datum arg);
@@ -106,7 +106,7 @@ load_counters(void)
 		return;
 	if (fread(&magic, sizeof(magic), 1, f) == 1 && magic == COUNTERS_MAGIC)
 	{
-		while (n < queue_shared->ncounters && fread(&sc, sizeof(sc), 1, f) == 1)
+		while (n < queue_max_queues && fread(&sc, sizeof(sc), 1, f) == 1)
 		{
 			QueueCounterEntry *e = &queue_shared->counters[n++];
 
@@ -126,7 +126,7 @@ static Size
 shared_size(void)
 {
 	return add_size(offsetof(QueueShared, counters),
-					mul_size(queue_max_queues, sizeof(QueueCounterEntry)));
+					mul_size(mul_size(queue_max_queues, 2), sizeof(QueueCounterEntry)));
 }
 
 static Size
@@ -158,7 +158,8 @@ queue_shmem_startup(void)
 	if (!found)
 	{
 		queue_shared->lock = &(GetNamedLWLockTranche("queue"))->lock;
-		queue_shared->ncounters = queue_max_queues;
+		queue_shared->ncounters = queue_max_queues * 2;
+		queue_shared->nused = 0;
 		queue_shared->launcher_latch = NULL;
 		memset(queue_shared->dbs, 0, sizeof(queue_shared->dbs));
 		queue_shared->nprepared = Max(max_prepared_xacts, 0);
@@ -177,7 +178,7 @@ queue_shmem_startup(void)
 			ConditionVariableInit(&queue_shared->wait_cv[i]);
 			pg_atomic_init_u64(&queue_shared->wait_gen[i], 0);
 		}
-		for (int i = 0; i < queue_max_queues; i++)
+		for (int i = 0; i < queue_shared->ncounters; i++)
 		{
 			queue_shared->counters[i].dbid = InvalidOid;
 			queue_shared->counters[i].queue_id = 0;

@@ -67,8 +67,12 @@ static PendingQueue *pending_entry(int64 queue_id);
 
 /*
  * The counter entry of (dbid, queue_id) by linear probing from its hash,
- * created if asked and there is room.  The caller holds the lock, or is the
- * postmaster at startup.
+ * created if asked and there is room: a dropped queue's slot, or a free
+ * one while fewer than queue.max_queues are taken.  The table has twice
+ * that many slots, so probing ends at a free slot after a few steps, also
+ * for the queues that got none (a full table would make every such probe
+ * walk all of it: the worker does one per queue per pass).  The caller
+ * holds the lock, or is the postmaster at startup.
  */
 static QueueCounterEntry *
 counter_probe(Oid dbid, int64 queue_id, bool create)
@@ -91,7 +95,12 @@ counter_probe(Oid dbid, int64 queue_id, bool create)
 			if (!create)
 				return NULL;
 			if (reuse == NULL)
+			{
+				if (sh->nused >= queue_max_queues)
+					return NULL;	/* all the slots there are to take */
+				sh->nused++;
 				reuse = e;
+			}
 			break;
 		}
 	}
@@ -130,6 +139,7 @@ queue_rehome_counters(int n)
 	memcpy(saved, queue_shared->counters, n * sizeof(QueueCounterEntry));
 	for (int i = 0; i < n; i++)
 		queue_shared->counters[i].dbid = InvalidOid;
+	queue_shared->nused = 0;
 	for (int i = 0; i < n; i++)
 	{
 		QueueCounterEntry *e = counter_probe(saved[i].dbid, saved[i].queue_id, true);
