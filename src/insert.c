@@ -68,15 +68,17 @@ static const char *const msg_null_columns[] = {
 };
 
 /*
- * Where each filled column is in rel's tuples (0-based), checked against
- * the whole descriptor: an unknown live column stops the send.
+ * Where each of the named columns is in rel's tuples (0-based), checked
+ * against the whole descriptor: a live column that is neither named nor
+ * one of those left null stops the write, as does a named one missing.
  */
 static void
-map_columns(Relation rel, int *pos)
+map_columns(Relation rel, const char *const *names, int nnames,
+			const char *const *null_names, int nnull, int *pos)
 {
 	TupleDesc	desc = RelationGetDescr(rel);
 
-	for (int c = 0; c < MC_NUM; c++)
+	for (int c = 0; c < nnames; c++)
 		pos[c] = -1;
 	for (int i = 0; i < desc->natts; i++)
 	{
@@ -86,22 +88,22 @@ map_columns(Relation rel, int *pos)
 
 		if (att->attisdropped)
 			continue;
-		for (int c = 0; c < MC_NUM && !known; c++)
-			if (strcmp(name, msg_column_names[c]) == 0)
+		for (int c = 0; c < nnames && !known; c++)
+			if (strcmp(name, names[c]) == 0)
 			{
 				pos[c] = i;
 				known = true;
 			}
-		for (int k = 0; k < lengthof(msg_null_columns) && !known; k++)
-			known = strcmp(name, msg_null_columns[k]) == 0;
+		for (int k = 0; k < nnull && !known; k++)
+			known = strcmp(name, null_names[k]) == 0;
 		if (!known)
 			elog(ERROR, "column \"%s\" of %s is not one a send knows",
 				 name, RelationGetRelationName(rel));
 	}
-	for (int c = 0; c < MC_NUM; c++)
+	for (int c = 0; c < nnames; c++)
 		if (pos[c] < 0)
 			elog(ERROR, "relation %s has no column \"%s\"",
-				 RelationGetRelationName(rel), msg_column_names[c]);
+				 RelationGetRelationName(rel), names[c]);
 }
 
 /* queue_data.message_id_seq, looked up once per call (it may be dropped). */
@@ -140,7 +142,8 @@ queue_insert_messages(QueueMeta *q, int n, int64 *ids, const Datum *bodies,
 	if (n <= 0)
 		return;
 	rel = table_open(q->relid, RowExclusiveLock);
-	map_columns(rel, pos);
+	map_columns(rel, msg_column_names, MC_NUM, msg_null_columns,
+				lengthof(msg_null_columns), pos);
 
 	estate = CreateExecutorState();
 	rri = makeNode(ResultRelInfo);
@@ -260,27 +263,7 @@ queue_insert_new_dedup_ids(QueueMeta *q, int n, const Datum *scope_keys,
 
 	rel = table_open(queue_table_relid(q->id, 'd'), RowExclusiveLock);
 	desc = RelationGetDescr(rel);
-	for (int c = 0; c < DC_NUM; c++)
-		pos[c] = -1;
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-		int			c;
-
-		if (att->attisdropped)
-			continue;
-		for (c = 0; c < DC_NUM; c++)
-			if (strcmp(NameStr(att->attname), dedup_column_names[c]) == 0)
-				break;
-		if (c == DC_NUM)
-			elog(ERROR, "column \"%s\" of %s is not one a send knows",
-				 NameStr(att->attname), RelationGetRelationName(rel));
-		pos[c] = i;
-	}
-	for (int c = 0; c < DC_NUM; c++)
-		if (pos[c] < 0)
-			elog(ERROR, "relation %s has no column \"%s\"",
-				 RelationGetRelationName(rel), dedup_column_names[c]);
+	map_columns(rel, dedup_column_names, DC_NUM, NULL, 0, pos);
 
 	estate = CreateExecutorState();
 	rri = makeNode(ResultRelInfo);
