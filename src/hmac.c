@@ -33,14 +33,15 @@ static uint32 sha_k[64];		/* round constants */
 static uint32 sha_h0[8];		/* initial hash value */
 static bool sha_ready = false;
 
+#ifdef HAVE_INT128
 /* floor(x ^ (1/root)) for root 2 or 3, exactly. */
 static uint64
-int_root(unsigned __int128 x, int root)
+int_root(uint128 x, int root)
 {
 	uint64		r = (uint64) (root == 2 ? sqrtl((long double) x) : cbrtl((long double) x));
 
-#define POW(v) (root == 2 ? (unsigned __int128) (v) * (v) : \
-				(unsigned __int128) (v) * (v) * (v))
+#define POW(v) (root == 2 ? (uint128) (v) * (v) : \
+				(uint128) (v) * (v) * (v))
 	while (r > 0 && POW(r) > x)
 		r--;
 	while (POW(r + 1) <= x)
@@ -50,7 +51,7 @@ int_root(unsigned __int128 x, int root)
 }
 
 /* The first 32 bits of the fractional parts of the primes' roots. */
-static void
+static bool
 sha_constants(void)
 {
 	int			n = 0;
@@ -64,13 +65,21 @@ sha_constants(void)
 				prime = false;
 		if (!prime)
 			continue;
-		sha_k[n] = (uint32) int_root((unsigned __int128) p << 96, 3);
+		sha_k[n] = (uint32) int_root((uint128) p << 96, 3);
 		if (n < 8)
-			sha_h0[n] = (uint32) int_root((unsigned __int128) p << 64, 2);
+			sha_h0[n] = (uint32) int_root((uint128) p << 64, 2);
 		n++;
 	}
-	sha_ready = true;
+	return true;
 }
+#else
+/* Without a 128-bit integer the roots are not exact here: not used. */
+static bool
+sha_constants(void)
+{
+	return false;
+}
+#endif
 
 #define ROTR(x, n)	(((x) >> (n)) | ((x) << (32 - (n))))
 
@@ -154,8 +163,11 @@ sha_finish(const uint32 *state, uint64 before, const uint8 *data, int len,
 	}
 }
 
-/* HMAC's key blocks, compressed (keys up to the block size). */
-void
+/*
+ * HMAC's key blocks, compressed (keys up to the block size); false where
+ * this file cannot compute (no 128-bit integer type): use pg_hmac then.
+ */
+bool
 queue_hmac_set_key(QueueHmacKey *k, const uint8 *key, int keylen)
 {
 	uint8		ipad[PG_SHA256_BLOCK_LENGTH];
@@ -163,7 +175,11 @@ queue_hmac_set_key(QueueHmacKey *k, const uint8 *key, int keylen)
 
 	Assert(keylen <= PG_SHA256_BLOCK_LENGTH);
 	if (!sha_ready)
-		sha_constants();
+	{
+		if (!sha_constants())
+			return false;
+		sha_ready = true;
+	}
 	memset(ipad, 0x36, sizeof(ipad));
 	memset(opad, 0x5c, sizeof(opad));
 	for (int i = 0; i < keylen; i++)
@@ -175,6 +191,7 @@ queue_hmac_set_key(QueueHmacKey *k, const uint8 *key, int keylen)
 	memcpy(k->outer, sha_h0, sizeof(sha_h0));
 	sha_block(k->inner, ipad);
 	sha_block(k->outer, opad);
+	return true;
 }
 
 /* HMAC-SHA-256 of a message of up to 55 bytes; out holds 32. */

@@ -220,7 +220,7 @@ typedef struct QueueHmacKey
 	uint32		outer[8];		/* ... and after its opad block */
 } QueueHmacKey;
 
-extern void queue_hmac_set_key(QueueHmacKey *k, const uint8 *key, int keylen);
+extern bool queue_hmac_set_key(QueueHmacKey *k, const uint8 *key, int keylen);
 extern void queue_hmac(const QueueHmacKey *k, const uint8 *msg, int len,
 					   uint8 *out);
 

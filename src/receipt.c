@@ -123,13 +123,16 @@ receipt_mac(const uint8 *body, uint8 *mac)
 		uint8		probe[RECEIPT_BODY_LEN];
 		uint8		want[PG_SHA256_DIGEST_LENGTH];
 
-		queue_hmac_set_key(&key, secret, SECRET_LEN);
-		memcpy(probe, secret, RECEIPT_BODY_LEN);
-		receipt_mac_reference(probe, want);
-		queue_hmac(&key, probe, RECEIPT_BODY_LEN, full);
-		key_fast = memcmp(want, full, sizeof(full)) == 0;
-		if (!key_fast)
-			elog(WARNING, "queue: hmac.c disagrees with pg_hmac; receipts are signed by pg_hmac");
+		key_fast = queue_hmac_set_key(&key, secret, SECRET_LEN);
+		if (key_fast)
+		{
+			memcpy(probe, secret, RECEIPT_BODY_LEN);
+			receipt_mac_reference(probe, want);
+			queue_hmac(&key, probe, RECEIPT_BODY_LEN, full);
+			key_fast = memcmp(want, full, sizeof(full)) == 0;
+			if (!key_fast)
+				elog(WARNING, "queue: hmac.c disagrees with pg_hmac; receipts are signed by pg_hmac");
+		}
 		key_checked = true;
 	}
 	if (key_fast)
