@@ -411,19 +411,44 @@ queue_fifo_new_groups(QueueMeta *q, int ngroups, Datum *groups,
  * go, under the senders' locks and seen with a snapshot taken after them
  * (see the top of fifo.c): the locks of the groups that did empty are
  * kept until commit, the others' given back at once.
+ *
+ * Mostly nobody is sending to these groups right now, so the senders'
+ * locks of all of them are tried first, without waiting: when every one
+ * is had, one read after them is final for every group.  When one is not
+ * (a sender is at work there), those had are given back at once, never
+ * held while waiting for another (the locks must be waited for in hash
+ * order, fifo.c), and the groups found empty are locked in that order and
+ * read again.
  */
 void
 queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups)
 {
 	GroupHead *st;
+	Datum	   *tried;
 	Datum	   *empty;
+	bool	   *keep;
+	int			nheld;
 	int			nempty = 0;
 
 	if (ngroups == 0)
 		return;
 	fifo_relations(q);
 	st = palloc(ngroups * sizeof(GroupHead));
+	keep = palloc(ngroups * sizeof(bool));
+	tried = palloc(ngroups * sizeof(Datum));
+	memcpy(tried, groups, ngroups * sizeof(Datum));
+	nheld = queue_fifo_try_lock_senders(q->id, ngroups, tried);
 	read_group_states(q, ngroups, groups, st);
+	if (nheld == ngroups)
+	{
+		for (int i = 0; i < ngroups; i++)
+			keep[i] = st[i].empty;
+		queue_fifo_unlock_senders(q->id, ngroups, groups, keep);
+		write_group_states(q, ngroups, groups, st);
+		return;
+	}
+	memset(keep, false, ngroups * sizeof(bool));
+	queue_fifo_unlock_senders(q->id, nheld, tried, keep);
 
 	empty = palloc(ngroups * sizeof(Datum));
 	for (int i = 0; i < ngroups; i++)
@@ -432,7 +457,6 @@ queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups)
 	if (nempty > 0)
 	{
 		GroupHead *again = palloc(nempty * sizeof(GroupHead));
-		bool	   *keep = palloc(nempty * sizeof(bool));
 
 		queue_fifo_lock_senders(q, nempty, empty);
 		read_group_states(q, nempty, empty, again);
