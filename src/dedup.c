@@ -94,7 +94,8 @@ queue_dedup_claim(QueueMeta *q, int n, Datum *scope_keys, Datum *dedup_ids,
 	Datum	   *ck = palloc(n * sizeof(Datum));
 	Datum	   *cd = palloc(n * sizeof(Datum));
 	int			nclaim = 0;
-	int64	   *ids;
+	int64	   *ids;			/* the message id drawn for each key */
+	bool	   *claimed;
 	Datum		args[5];
 	int			rc;
 	bool		missing = false;
@@ -128,19 +129,19 @@ queue_dedup_claim(QueueMeta *q, int n, Datum *scope_keys, Datum *dedup_ids,
 	 */
 	{
 		Oid			seq = queue_message_id_seq();
-		int64	   *cids = palloc(Max(nclaim, 1) * sizeof(int64));
-		bool	   *claimed = palloc(Max(nclaim, 1) * sizeof(bool));
 		int			k = 0;
 		int			rest = 0;
 
+		ids = palloc(Max(nclaim, 1) * sizeof(int64));
+		claimed = palloc(Max(nclaim, 1) * sizeof(bool));
 		for (int c = 0; c < nclaim; c++)
-			cids[c] = nextval_internal(seq, false);
-		(void) queue_insert_new_dedup_ids(q, nclaim, ck, cd, cids, now, claimed);
+			ids[c] = nextval_internal(seq, false);
+		queue_insert_new_dedup_ids(q, nclaim, ck, cd, ids, now, claimed);
 		for (int i = 0; i < n; i++)
 			if (first[i] == i)
 			{
 				if (claimed[k])
-					message_ids[i] = cids[k];
+					message_ids[i] = ids[k];
 				k++;
 			}
 		for (int c = 0; c < nclaim; c++)
@@ -148,11 +149,10 @@ queue_dedup_claim(QueueMeta *q, int n, Datum *scope_keys, Datum *dedup_ids,
 			{
 				ck[rest] = ck[c];
 				cd[rest] = cd[c];
-				cids[rest] = cids[c];
+				ids[rest] = ids[c];
 				rest++;
 			}
 		nclaim = rest;
-		ids = cids;
 	}
 	if (nclaim > 0)
 	{

@@ -25,12 +25,10 @@
 #include "access/tableam.h"
 #include "access/table.h"
 #include "access/xact.h"
-#include "catalog/namespace.h"
 #include "commands/sequence.h"
 #include "executor/executor.h"
 #include "nodes/execnodes.h"
 #include "storage/lmgr.h"
-#include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 #include "queue.h"
@@ -117,46 +115,83 @@ queue_message_id_seq(void)
 	return seq;
 }
 
-/*
- * Write n messages into q's table, all visible at visible_at and sent at
- * sent_at.  ids[i] is the message's id when a deduplication claim drew it,
- * 0 for one to draw here from the sequence (in entry order, so ids follow
- * call order); on return ids[] holds every message's id.  FIFO messages take
- * their id as sequence number.
- */
-void
-queue_insert_messages(QueueMeta *q, int n, int64 *ids, const Datum *bodies,
-					  const Datum *groups, const bool *group_nulls,
-					  const Datum *dedups, const bool *dedup_nulls,
-					  const Datum *attrs, const bool *attr_nulls,
-					  TimestampTz visible_at, TimestampTz sent_at)
+/* A table opened for writing rows and their index entries. */
+typedef struct WriteTarget
 {
 	Relation	rel;
 	EState	   *estate;
 	ResultRelInfo *rri;
+} WriteTarget;
+
+/*
+ * Open relid for writing, its columns named in names[] mapped to pos[]
+ * (see map_columns), its indexes opened (with what speculative insertion
+ * needs when speculative).
+ */
+static void
+open_target(WriteTarget *t, Oid relid, const char *const *names, int nnames,
+			const char *const *null_names, int nnull, int *pos, bool speculative)
+{
+	t->rel = table_open(relid, RowExclusiveLock);
+	map_columns(t->rel, names, nnames, null_names, nnull, pos);
+	t->estate = CreateExecutorState();
+	t->rri = makeNode(ResultRelInfo);
+	InitResultRelInfo(t->rri, t->rel, 1, NULL, 0);
+	ExecOpenIndices(t->rri, speculative);
+}
+
+/*
+ * As a statement ends: its rows are seen by the statements after it; the
+ * table's lock stays until the transaction ends.
+ */
+static void
+close_target(WriteTarget *t)
+{
+	CommandCounterIncrement();
+	ExecCloseIndices(t->rri);
+	FreeExecutorState(t->estate);
+	table_close(t->rel, NoLock);
+}
+
+/*
+ * Write b's entries but those with skip[i] (duplicates) into q's table,
+ * all visible at visible_at and sent at sent_at.  ids[i] is an entry's
+ * message id when a deduplication claim drew it, 0 for one to draw here
+ * from the sequence (in entry order, so ids follow call order); on return
+ * ids[] holds the id of every entry written.  FIFO messages take their id
+ * as sequence number.
+ */
+void
+queue_insert_messages(QueueMeta *q, const SendBatch *b, const bool *skip,
+					  int64 *ids, TimestampTz visible_at, TimestampTz sent_at)
+{
+	WriteTarget t;
 	TupleTableSlot **slots;
 	int			pos[MC_NUM];
 	Oid			seq = InvalidOid;
-	CommandId	cid;
+	int			n = 0;
 
-	if (n <= 0)
+	for (int i = 0; i < b->n; i++)
+		if (!skip[i])
+			n++;
+	if (n == 0)
 		return;
-	rel = table_open(q->relid, RowExclusiveLock);
-	map_columns(rel, msg_column_names, MC_NUM, msg_null_columns,
-				lengthof(msg_null_columns), pos);
-
-	estate = CreateExecutorState();
-	rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	ExecOpenIndices(rri, false);
+	open_target(&t, q->relid, msg_column_names, MC_NUM, msg_null_columns,
+				lengthof(msg_null_columns), pos, false);
 
 	slots = palloc(n * sizeof(TupleTableSlot *));
-	for (int i = 0; i < n; i++)
+	n = 0;
+	for (int i = 0; i < b->n; i++)
 	{
-		TupleTableSlot *slot = table_slot_create(rel, NULL);
-		Datum	   *v = slot->tts_values;
-		bool	   *isnull = slot->tts_isnull;
+		TupleTableSlot *slot;
+		Datum	   *v;
+		bool	   *isnull;
 
+		if (skip[i])
+			continue;
+		slot = table_slot_create(t.rel, NULL);
+		v = slot->tts_values;
+		isnull = slot->tts_isnull;
 		if (ids[i] == 0)
 		{
 			if (!OidIsValid(seq))
@@ -169,7 +204,7 @@ queue_insert_messages(QueueMeta *q, int n, int64 *ids, const Datum *bodies,
 		v[pos[MC_VISIBLE_AT]] = TimestampTzGetDatum(visible_at);
 		v[pos[MC_SENT_AT]] = TimestampTzGetDatum(sent_at);
 		v[pos[MC_RECEIVE_COUNT]] = Int32GetDatum(0);
-		v[pos[MC_BODY]] = bodies[i];
+		v[pos[MC_BODY]] = b->bodies[i];
 		isnull[pos[MC_MESSAGE_ID]] = false;
 		isnull[pos[MC_VISIBLE_AT]] = false;
 		isnull[pos[MC_SENT_AT]] = false;
@@ -180,41 +215,35 @@ queue_insert_messages(QueueMeta *q, int n, int64 *ids, const Datum *bodies,
 			v[pos[MC_SEQUENCE_NUMBER]] = Int64GetDatum(ids[i]);
 			isnull[pos[MC_SEQUENCE_NUMBER]] = false;
 		}
-		if (!group_nulls[i])
+		if (!b->group_nulls[i])
 		{
-			v[pos[MC_GROUP]] = groups[i];
+			v[pos[MC_GROUP]] = b->groups[i];
 			isnull[pos[MC_GROUP]] = false;
 		}
-		if (!dedup_nulls[i])
+		if (!b->dedup_nulls[i])
 		{
-			v[pos[MC_DEDUP]] = dedups[i];
+			v[pos[MC_DEDUP]] = b->dedups[i];
 			isnull[pos[MC_DEDUP]] = false;
 		}
-		if (!attr_nulls[i])
+		if (!b->attr_nulls[i])
 		{
-			v[pos[MC_ATTRIBUTES]] = attrs[i];
+			v[pos[MC_ATTRIBUTES]] = b->attrs[i];
 			isnull[pos[MC_ATTRIBUTES]] = false;
 		}
 		ExecStoreVirtualTuple(slot);
-		slots[i] = slot;
+		slots[n++] = slot;
 	}
 
-	/* As a statement would: its rows are seen by the statements after it. */
-	cid = GetCurrentCommandId(true);
-	table_multi_insert(rel, slots, n, cid, 0, NULL);
+	table_multi_insert(t.rel, slots, n, GetCurrentCommandId(true), 0, NULL);
 	for (int i = 0; i < n; i++)
 	{
-		List	   *conflicts = queue_insert_index_tuples(rri, slots[i], estate);
+		List	   *conflicts = queue_insert_index_tuples(t.rri, slots[i], t.estate);
 
 		Assert(conflicts == NIL);
 		list_free(conflicts);
 		ExecDropSingleTupleTableSlot(slots[i]);
 	}
-	CommandCounterIncrement();
-
-	ExecCloseIndices(rri);
-	FreeExecutorState(estate);
-	table_close(rel, NoLock);	/* the lock stays until the transaction ends */
+	close_target(&t);
 	pfree(slots);
 }
 
@@ -243,42 +272,32 @@ static const char *const dedup_column_names[DC_NUM] = {
  * there meanwhile).  A key that is held, or was taken meanwhile, is left
  * to dedup.c's statement, which waits for that sender and tells a
  * duplicate from an expired claim.  claimed[i] says which were claimed
- * here; returns how many.
+ * here.
  */
-int
+void
 queue_insert_new_dedup_ids(QueueMeta *q, int n, const Datum *scope_keys,
 						   const Datum *dedup_ids, const int64 *ids,
 						   TimestampTz now, bool *claimed)
 {
-	Relation	rel;
-	TupleDesc	desc;
-	EState	   *estate;
-	ResultRelInfo *rri;
+	WriteTarget t;
 	TupleTableSlot *slot;
 	List	   *arbiters = NIL;
 	int			pos[DC_NUM];
 	TransactionId xid;
 	CommandId	cid;
-	int			nclaimed = 0;
 
-	rel = table_open(queue_table_relid(q->id, 'd'), RowExclusiveLock);
-	desc = RelationGetDescr(rel);
-	map_columns(rel, dedup_column_names, DC_NUM, NULL, 0, pos);
-
-	estate = CreateExecutorState();
-	rri = makeNode(ResultRelInfo);
-	InitResultRelInfo(rri, rel, 1, NULL, 0);
-	ExecOpenIndices(rri, true);
-	for (int i = 0; i < rri->ri_NumIndices; i++)
-		if (rri->ri_IndexRelationDescs[i]->rd_index->indisunique)
-			arbiters = lappend_oid(arbiters, RelationGetRelid(rri->ri_IndexRelationDescs[i]));
+	open_target(&t, queue_table_relid(q->id, 'd'), dedup_column_names, DC_NUM,
+				NULL, 0, pos, true);
+	for (int i = 0; i < t.rri->ri_NumIndices; i++)
+		if (t.rri->ri_IndexRelationDescs[i]->rd_index->indisunique)
+			arbiters = lappend_oid(arbiters, RelationGetRelid(t.rri->ri_IndexRelationDescs[i]));
 	if (list_length(arbiters) != 1)
-		elog(ERROR, "relation %s must have one unique index", RelationGetRelationName(rel));
+		elog(ERROR, "relation %s must have one unique index", RelationGetRelationName(t.rel));
 
 	/* A speculative insertion is known to others by its transaction id. */
 	xid = GetCurrentTransactionId();
 	cid = GetCurrentCommandId(true);
-	slot = table_slot_create(rel, NULL);
+	slot = table_slot_create(t.rel, NULL);
 	for (int i = 0; i < n; i++)
 	{
 		ItemPointerData conflict;
@@ -288,35 +307,29 @@ queue_insert_new_dedup_ids(QueueMeta *q, int n, const Datum *scope_keys,
 
 		claimed[i] = false;
 		ExecClearTuple(slot);
+		/* null first: a dropped column, if any, stays null */
+		memset(slot->tts_isnull, true, slot->tts_tupleDescriptor->natts * sizeof(bool));
 		slot->tts_values[pos[DC_SCOPE_KEY]] = scope_keys[i];
 		slot->tts_values[pos[DC_DEDUP_ID]] = dedup_ids[i];
 		slot->tts_values[pos[DC_MESSAGE_ID]] = Int64GetDatum(ids[i]);
 		slot->tts_values[pos[DC_ACCEPTED_AT]] = TimestampTzGetDatum(now);
-		memset(slot->tts_isnull, false, desc->natts * sizeof(bool));
+		for (int c = 0; c < DC_NUM; c++)
+			slot->tts_isnull[pos[c]] = false;
 		ExecStoreVirtualTuple(slot);
 
 		/* Held (or being taken, which this waits for): dedup.c's. */
-		if (!queue_check_index_constraints(rri, slot, estate, &conflict, arbiters))
+		if (!queue_check_index_constraints(t.rri, slot, t.estate, &conflict, arbiters))
 			continue;
 
 		token = SpeculativeInsertionLockAcquire(xid);
-		table_tuple_insert_speculative(rel, slot, cid, 0, NULL, token);
-		recheck = queue_insert_index_tuples_speculative(rri, slot, estate,
+		table_tuple_insert_speculative(t.rel, slot, cid, 0, NULL, token);
+		recheck = queue_insert_index_tuples_speculative(t.rri, slot, t.estate,
 														&spec_conflict, arbiters);
-		table_tuple_complete_speculative(rel, slot, token, !spec_conflict);
+		table_tuple_complete_speculative(t.rel, slot, token, !spec_conflict);
 		SpeculativeInsertionLockRelease(xid);
 		list_free(recheck);
-		if (!spec_conflict)
-		{
-			claimed[i] = true;
-			nclaimed++;
-		}
+		claimed[i] = !spec_conflict;
 	}
 	ExecDropSingleTupleTableSlot(slot);
-	CommandCounterIncrement();
-
-	ExecCloseIndices(rri);
-	FreeExecutorState(estate);
-	table_close(rel, NoLock);
-	return nclaimed;
+	close_target(&t);
 }

@@ -226,13 +226,10 @@ extern void queue_hmac(const QueueHmacKey *k, const uint8 *msg, int len,
 
 /* insert.c */
 extern Oid	queue_message_id_seq(void);
-extern void queue_insert_messages(QueueMeta *q, int n, int64 *ids,
-								  const Datum *bodies, const Datum *groups,
-								  const bool *group_nulls, const Datum *dedups,
-								  const bool *dedup_nulls, const Datum *attrs,
-								  const bool *attr_nulls, TimestampTz visible_at,
-								  TimestampTz sent_at);
-extern int	queue_insert_new_dedup_ids(QueueMeta *q, int n,
+extern void queue_insert_messages(QueueMeta *q, const SendBatch *b,
+								  const bool *skip, int64 *ids,
+								  TimestampTz visible_at, TimestampTz sent_at);
+extern void queue_insert_new_dedup_ids(QueueMeta *q, int n,
 									   const Datum *scope_keys,
 									   const Datum *dedup_ids, const int64 *ids,
 									   TimestampTz now, bool *claimed);

@@ -84,7 +84,6 @@ load_secret(void)
 	secret_loaded = true;
 }
 
-/* The MAC of a receipt's body. */
 /* HMAC-SHA-256 of a receipt's body by pg_hmac: the reference. */
 static void
 receipt_mac_reference(const uint8 *body, uint8 *full)

@@ -207,37 +207,10 @@ queue_send_entries(QueueMeta *q, SendBatch *b, int64 delay, bool batch,
 	}
 
 	/* Write the entries that are not duplicates, all at once. */
-	{
-		int64	   *iid = palloc(n * sizeof(int64));
-		Datum	   *ibody = palloc(n * sizeof(Datum));
-		Datum	   *igrp = palloc(n * sizeof(Datum));
-		bool	   *igrpn = palloc(n * sizeof(bool));
-		Datum	   *idd = palloc(n * sizeof(Datum));
-		bool	   *iddn = palloc(n * sizeof(bool));
-		Datum	   *iattr = palloc(n * sizeof(Datum));
-		bool	   *iattrn = palloc(n * sizeof(bool));
-
-		for (int i = 0; i < n; i++)
-		{
-			if (dup[i])
-				continue;
-			iid[nins] = ids[i];
-			ibody[nins] = b->bodies[i];
-			igrp[nins] = b->groups[i];
-			igrpn[nins] = b->group_nulls[i];
-			idd[nins] = b->dedups[i];
-			iddn[nins] = b->dedup_nulls[i];
-			iattr[nins] = b->attrs[i];
-			iattrn[nins] = b->attr_nulls[i];
+	queue_insert_messages(q, b, dup, ids, now + delay, now);
+	for (int i = 0; i < n; i++)
+		if (!dup[i])
 			nins++;
-		}
-		queue_insert_messages(q, nins, iid, ibody, igrp, igrpn, idd, iddn,
-							  iattr, iattrn, now + delay, now);
-		nins = 0;
-		for (int i = 0; i < n; i++)
-			if (!dup[i])
-				ids[i] = iid[nins++];
-	}
 
 	/*
 	 * Groups that had no row get one now that their messages are in,
