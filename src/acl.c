@@ -44,6 +44,7 @@
 #include "lib/stringinfo.h"
 #include "funcapi.h"
 #include "miscadmin.h"
+#include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
 #include "utils/inval.h"
@@ -55,6 +56,7 @@
 
 PG_FUNCTION_INFO_V1(queue_admin_call);
 PG_FUNCTION_INFO_V1(queue_holds_sql);
+PG_FUNCTION_INFO_V1(queue_caller_search_path_sql);
 
 static const char *const priv_names[] = {"send", "receive", "manage"};
 
@@ -205,6 +207,25 @@ typedef struct AdminCall
 	int			nargs;
 } AdminCall;
 
+/* The search_path of the administrative call running now (this transaction). */
+static char *caller_search_path = NULL;
+static LocalTransactionId caller_search_path_lxid = InvalidLocalTransactionId;
+
+/*
+ * queue._caller_search_path(): the search_path the session had when it
+ * called the administrative function now running (null outside one).
+ * create_consumer keeps it: the handler runs under it (DESIGN.md
+ * "Consumers").  Not granted to PUBLIC.
+ */
+Datum
+queue_caller_search_path_sql(PG_FUNCTION_ARGS)
+{
+	if (caller_search_path == NULL ||
+		caller_search_path_lxid != MyProc->lxid)
+		PG_RETURN_NULL();
+	PG_RETURN_TEXT_P(cstring_to_text(caller_search_path));
+}
+
 Datum
 queue_admin_call(PG_FUNCTION_ARGS)
 {
@@ -216,6 +237,13 @@ queue_admin_call(PG_FUNCTION_ARGS)
 	bool		isnull;
 	int			rc;
 
+	/*
+	 * The caller's search_path, before queue_enter pins ours: create_consumer
+	 * keeps it for the handler (queue._caller_search_path).
+	 */
+	caller_search_path = MemoryContextStrdup(TopTransactionContext,
+											 namespace_search_path ? namespace_search_path : "");
+	caller_search_path_lxid = MyProc->lxid;
 	queue_enter(&call);
 	SPI_connect();
 	if (ac == NULL)

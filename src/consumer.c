@@ -77,8 +77,8 @@ queue_consumer_stats_sql(PG_FUNCTION_ARGS)
 	for (int i = 0; i < n; i++)
 	{
 		QueueConsumerStat *st = &copy[i];
-		Datum		values[7];
-		bool		nulls[7] = {false};
+		Datum		values[8];
+		bool		nulls[8] = {false};
 
 		if (!queue_may_see(st->queue_id))
 			continue;
@@ -95,6 +95,10 @@ queue_consumer_stats_sql(PG_FUNCTION_ARGS)
 		nulls[5] = st->last_error_at == 0;
 		values[6] = TimestampTzGetDatum(st->last_success_at);
 		nulls[6] = st->last_success_at == 0;
+		st->waiting[QUEUE_CONSUMER_WAIT_LEN - 1] = '\0';
+		values[7] = CStringGetTextDatum(st->waiting);
+		nulls[7] = st->waiting[0] == '\0';
+		/* 1.3 declared seven columns (no waiting): the eighth is ignored */
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 	return (Datum) 0;

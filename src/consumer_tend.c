@@ -131,6 +131,8 @@ typedef struct ConsumerRow
 	int32		concurrency;
 	bool		paused;
 	int			running;		/* this pass: its live slots not told to stop */
+	int			allowed;		/* this pass: its fair share (fair_shares) */
+	bool		start_failed;	/* this pass: no background worker slot */
 } ConsumerRow;
 
 /* When a consumer's processes were last started: restarts wait. */
@@ -271,11 +273,133 @@ start_consumer(int slot, int64 consumer_id, uint64 generation)
 	if (queue_consumer_shared->slots[slot].generation == generation)
 		queue_consumer_shared->slots[slot].dbid = InvalidOid;
 	LWLockRelease(queue_consumer_shared->lock);
-	ereport(LOG,
-			(errmsg("queue worker could not start a process for consumer " INT64_FORMAT,
-					consumer_id),
-			 errhint("Raise max_worker_processes.")));
-	return false;
+	return false;				/* the caller says so, once (queue.consumers, log) */
+}
+
+/*
+ * Fair shares of the cluster's consumer processes (DESIGN.md "Consumers":
+ * every consumer with work gets a process before any gets a second,
+ * across roles and databases).  Each database's worker says in shared
+ * memory how many processes each of its consumers wants (its concurrency,
+ * 0 when paused) and refreshes that every pass; entries not refreshed for
+ * CONSUMER_FRESH_MS (a database whose worker is gone) count for nothing.
+ * Shares are max-min fair: the largest level L with sum(min(wanted, L))
+ * <= queue.max_consumer_processes, each consumer gets min(wanted, L), and
+ * the processes left over go one each to the consumers wanting more, in
+ * (database, consumer id) order, so every worker computes the same
+ * shares.  A consumer holding more than its share is told to stop the
+ * extra processes after their batch; the newcomer then finds them free.
+ * With more consumers than processes, L is 0 and the first ones in that
+ * order get one each: the rest wait, and say so.  Lock held exclusive.
+ */
+#define CONSUMER_FRESH_MS	30000
+
+static void
+fair_shares(TimestampTz now)
+{
+	int			nslots = queue_consumer_shared->nslots;
+	int			level = 0;
+	int			maxw = 0;
+	int			extra;
+
+	/* What this database's consumers want, refreshed. */
+	for (int r = 0; r < nrows; r++)
+	{
+		QueueConsumerStat *st = queue_consumer_stat(MyDatabaseId, rows[r].id, 0);
+
+		if (st == NULL)
+			continue;
+		st->wanted = rows[r].paused ? 0 : rows[r].concurrency;
+		st->wanted_at = now;
+	}
+
+	/* The level: raise it while the sum of min(wanted, level) fits. */
+	for (int i = 0; i < queue_consumer_shared->nstats; i++)
+	{
+		QueueConsumerStat *st = &queue_consumer_shared->stats[i];
+
+		if (st->dbid != InvalidOid && st->wanted > 0 &&
+			!TimestampDifferenceExceeds(st->wanted_at, now, CONSUMER_FRESH_MS))
+			maxw = Max(maxw, st->wanted);
+	}
+	for (;;)
+	{
+		int			sum = 0;
+
+		if (level >= maxw)
+			break;
+		for (int i = 0; i < queue_consumer_shared->nstats; i++)
+		{
+			QueueConsumerStat *st = &queue_consumer_shared->stats[i];
+
+			if (st->dbid != InvalidOid && st->wanted > 0 &&
+				!TimestampDifferenceExceeds(st->wanted_at, now, CONSUMER_FRESH_MS))
+				sum += Min(st->wanted, level + 1);
+		}
+		if (sum > nslots)
+			break;
+		level++;
+	}
+	extra = nslots;
+	for (int i = 0; i < queue_consumer_shared->nstats; i++)
+	{
+		QueueConsumerStat *st = &queue_consumer_shared->stats[i];
+
+		if (st->dbid != InvalidOid && st->wanted > 0 &&
+			!TimestampDifferenceExceeds(st->wanted_at, now, CONSUMER_FRESH_MS))
+			extra -= Min(st->wanted, level);
+	}
+
+	/* Each of ours: min(wanted, level), plus one of the extra by rank. */
+	for (int r = 0; r < nrows; r++)
+	{
+		ConsumerRow *row = &rows[r];
+		QueueConsumerStat *mine = queue_consumer_stat(MyDatabaseId, row->id, 0);
+		int			rank = 0;
+
+		row->allowed = 0;
+		if (mine == NULL || mine->wanted == 0)
+			continue;			/* paused, or no counters: no process */
+		row->allowed = Min(mine->wanted, level);
+		if (mine->wanted <= level)
+			continue;
+		for (int i = 0; i < queue_consumer_shared->nstats; i++)
+		{
+			QueueConsumerStat *st = &queue_consumer_shared->stats[i];
+
+			if (st->dbid != InvalidOid && st->wanted > level &&
+				!TimestampDifferenceExceeds(st->wanted_at, now, CONSUMER_FRESH_MS) &&
+				(st->dbid < MyDatabaseId ||
+				 (st->dbid == MyDatabaseId && st->consumer_id < row->id)))
+				rank++;
+		}
+		if (rank < extra)
+			row->allowed++;
+	}
+}
+
+/*
+ * Say in the counters why a consumer has no process ("" once it has
+ * one); returns whether the log should say so too (once per wait, and
+ * only for the lasting reasons).  Lock held exclusive.
+ */
+static bool
+set_waiting(ConsumerRow *row, const char *why, bool lasting)
+{
+	QueueConsumerStat *st = queue_consumer_stat(MyDatabaseId, row->id, 0);
+
+	if (st == NULL)
+		return false;
+	strlcpy(st->waiting, why, QUEUE_CONSUMER_WAIT_LEN);
+	if (why[0] == '\0')
+	{
+		st->waiting_logged = false;
+		return false;
+	}
+	if (!lasting || st->waiting_logged)
+		return false;
+	st->waiting_logged = true;
+	return true;
 }
 
 /*
@@ -318,9 +442,13 @@ queue_consumers_tend(void)
 	claimed_ids = palloc(nslots * sizeof(int64));
 	claimed_gen = palloc(nslots * sizeof(uint64));
 	for (int r = 0; r < nrows; r++)
+	{
 		rows[r].running = 0;
+		rows[r].start_failed = false;
+	}
 
 	LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
+	fair_shares(now);
 	for (int i = 0; i < nslots; i++)
 	{
 		QueueConsumerSlot *s = &queue_consumer_shared->slots[i];
@@ -347,7 +475,8 @@ queue_consumers_tend(void)
 			s->stop = true;
 		else if (!s->stop)
 		{
-			if (row->running >= row->concurrency)
+			/* beyond its fair share (or its concurrency): after this batch */
+			if (row->running >= row->allowed)
 				s->stop = true;
 			else
 				row->running++;
@@ -359,7 +488,7 @@ queue_consumers_tend(void)
 		ConsumerStarted *st;
 		bool		found;
 
-		if (row->paused || row->running >= row->concurrency || held_back(now))
+		if (row->paused || row->running >= row->allowed || held_back(now))
 			continue;
 		st = hash_search(started, &row->id, HASH_ENTER, &found);
 		if (found && !TimestampDifferenceExceeds(st->at, now, CONSUMER_RESTART_MS))
@@ -394,11 +523,59 @@ queue_consumers_tend(void)
 		/* Those after a failure were never started: free them. */
 		if (handles[claimed[c]] == NULL || handle_gen[claimed[c]] != claimed_gen[c])
 		{
+			ConsumerRow *row = find_row(claimed_ids[c]);
+
 			LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
 			if (queue_consumer_shared->slots[claimed[c]].generation == claimed_gen[c])
 				queue_consumer_shared->slots[claimed[c]].dbid = InvalidOid;
 			LWLockRelease(queue_consumer_shared->lock);
+			if (row != NULL)
+			{
+				row->running--;
+				row->start_failed = true;
+			}
 		}
+	}
+
+	/*
+	 * A consumer without a process says why, in queue.consumers, and once
+	 * in the log when the reason lasts (a process being freed for it is
+	 * not worth a log line).
+	 */
+	{
+		char	  **logs = palloc(Max(nrows, 1) * sizeof(char *));
+		int			nlogs = 0;
+
+		LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
+		for (int r = 0; r < nrows; r++)
+		{
+			ConsumerRow *row = &rows[r];
+			char		why[QUEUE_CONSUMER_WAIT_LEN];
+			bool		lasting = true;
+
+			if (row->paused || held_back(now) || row->running > 0)
+				why[0] = '\0';
+			else if (row->start_failed)
+				snprintf(why, sizeof(why),
+						 "no background worker slot free: raise max_worker_processes (now %d)",
+						 max_worker_processes);
+			else if (row->allowed == 0)
+				snprintf(why, sizeof(why),
+						 "all %d consumer processes (queue.max_consumer_processes) serve other consumers",
+						 nslots);
+			else
+			{
+				snprintf(why, sizeof(why),
+						 "waiting for a consumer process another consumer is giving back");
+				lasting = false;
+			}
+			if (set_waiting(row, why, lasting))
+				logs[nlogs++] = psprintf("queue consumer " INT64_FORMAT " in database %u has no process: %s",
+										 row->id, MyDatabaseId, why);
+		}
+		LWLockRelease(queue_consumer_shared->lock);
+		for (int i = 0; i < nlogs; i++)
+			ereport(LOG, (errmsg_internal("%s", logs[i])));
 	}
 
 	/* Forget the start times of dropped consumers. */

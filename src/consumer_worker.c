@@ -15,12 +15,17 @@
  * all of it back, is recorded in shared memory (queue.consumers), and
  * failed.c brings the messages back after the consumer's retry delay.
  *
- * The process connects as the bootstrap superuser and runs each batch as
- * the consumer's role with SECURITY_LOCAL_USERID_CHANGE: PostgreSQL 15
- * refuses to connect a background worker as a role without LOGIN, and a
- * consumer's role need not have it.  Inside a batch the role cannot leave
- * itself (SET ROLE and SET SESSION AUTHORIZATION are refused in that
- * context), and every privilege check PostgreSQL makes is against it.
+ * The process connects as the bootstrap superuser (PostgreSQL 15 refuses
+ * to connect a background worker as a role without LOGIN, and a
+ * consumer's role need not have it), pins its own settings at once
+ * (elevated.c: the database's search_path never reaches its statements),
+ * and runs each batch's receive and delete as the consumer's role with
+ * SECURITY_LOCAL_USERID_CHANGE, so every privilege check is against that
+ * role.  The handler runs in elevated.c's sandbox: the consumer's role in
+ * a security-restricted operation, at a GUC nest level of its own with
+ * the search_path its creator had at create_consumer; leaving it undoes
+ * whatever the handler set, so the process's next statement runs under
+ * the pinned settings again.
  *
  * consumer_tend.c starts and stops these processes; shared memory (their
  * slots and counters) is set up here.
@@ -191,7 +196,11 @@ typedef struct ConsumerConf
 	int32		batch_size;
 	bool		retry_fixed;
 	int64		visibility_ms;
+	char	   *search_path;	/* the creator's, for the handler */
 } ConsumerConf;
+
+/* The search_path of consumers made before 1.3.1 recorded their creator's. */
+#define CONSUMER_DEFAULT_SEARCH_PATH "\"$user\", public"
 
 typedef enum BatchResult
 {
@@ -301,13 +310,33 @@ load_conf(ConsumerConf *conf)
 	bool		isnull;
 	int			rc;
 
-	if (!OidIsValid(nsp) || !OidIsValid(get_relname_relid("_consumers", nsp)))
+	Oid			relid;
+
+	if (!OidIsValid(nsp) || !OidIsValid(relid = get_relname_relid("_consumers", nsp)))
 		return false;
-	rc = SPI_execute_with_args("SELECT c.consumer_name, q.queue_name, c.handler::oid, c.owner::oid,"
-							   " c.batch_size, c.retry = 'fixed', c.paused,"
-							   " (extract(epoch FROM q.visibility_timeout) * 1000)::int8"
-							   " FROM queue._consumers c JOIN queue._queues q ON q.queue_id = c.queue_id"
-							   " WHERE c.consumer_id = $1",
+
+	/*
+	 * Every operator and function qualified (the process's search_path is
+	 * pinned too: elevated.c).  The creator's search_path is a column from
+	 * 1.3.1 on; a database not yet updated has none.
+	 */
+	rc = SPI_execute_with_args(get_attnum(relid, "search_path") != InvalidAttrNumber ?
+							   "SELECT c.consumer_name, q.queue_name, c.handler::pg_catalog.oid,"
+							   " c.owner::pg_catalog.oid, c.batch_size,"
+							   " c.retry OPERATOR(pg_catalog.=) 'fixed', c.paused,"
+							   " pg_catalog.int8(pg_catalog.date_part('epoch', q.visibility_timeout)"
+							   " OPERATOR(pg_catalog.*) 1000), c.search_path"
+							   " FROM queue._consumers c JOIN queue._queues q"
+							   " ON q.queue_id OPERATOR(pg_catalog.=) c.queue_id"
+							   " WHERE c.consumer_id OPERATOR(pg_catalog.=) $1" :
+							   "SELECT c.consumer_name, q.queue_name, c.handler::pg_catalog.oid,"
+							   " c.owner::pg_catalog.oid, c.batch_size,"
+							   " c.retry OPERATOR(pg_catalog.=) 'fixed', c.paused,"
+							   " pg_catalog.int8(pg_catalog.date_part('epoch', q.visibility_timeout)"
+							   " OPERATOR(pg_catalog.*) 1000), NULL::pg_catalog.text"
+							   " FROM queue._consumers c JOIN queue._queues q"
+							   " ON q.queue_id OPERATOR(pg_catalog.=) c.queue_id"
+							   " WHERE c.consumer_id OPERATOR(pg_catalog.=) $1",
 							   1, types, &arg, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "consumer lookup failed: %s", SPI_result_code_string(rc));
@@ -325,6 +354,12 @@ load_conf(ConsumerConf *conf)
 	conf->batch_size = DatumGetInt32(SPI_getbinval(tup, desc, 5, &isnull));
 	conf->retry_fixed = DatumGetBool(SPI_getbinval(tup, desc, 6, &isnull));
 	conf->visibility_ms = DatumGetInt64(SPI_getbinval(tup, desc, 8, &isnull));
+	{
+		Datum		sp = SPI_getbinval(tup, desc, 9, &isnull);
+
+		conf->search_path = isnull ? pstrdup(CONSUMER_DEFAULT_SEARCH_PATH) :
+			TextDatumGetCString(sp);
+	}
 	return true;
 }
 
@@ -450,9 +485,6 @@ run_batch(MemoryContext cxt)
 								conf.owner, conf.name)));
 			GetUserIdAndSecContext(&save_user, &save_sec);
 			SetUserIdAndSecContext(conf.owner, save_sec | SECURITY_LOCAL_USERID_CHANGE);
-			(void) set_config_option("search_path", "pg_catalog, pg_temp",
-									 PGC_USERSET, PGC_S_SESSION,
-									 GUC_ACTION_LOCAL, true, 0, false);
 
 			msgs_type = get_array_type(GetSysCacheOid2(TYPENAMENSP, Anum_pg_type_oid,
 													   CStringGetDatum("message"),
@@ -474,12 +506,15 @@ run_batch(MemoryContext cxt)
 			if (received > 0)
 			{
 				Datum		dargs[2];
+				QueueSandbox sb;
 
-				/* The handler gets the visibility timeout (0: none). */
-				(void) set_config_option("statement_timeout",
-										 psprintf(INT64_FORMAT, conf.visibility_ms),
-										 PGC_USERSET, PGC_S_SESSION,
-										 GUC_ACTION_LOCAL, true, 0, false);
+				/*
+				 * The handler: in its sandbox (elevated.c), under its
+				 * creator's search_path and the visibility timeout (0:
+				 * none); whatever it sets is undone when it returns.
+				 */
+				queue_sandbox_enter(&sb, conf.owner, conf.search_path,
+									psprintf(INT64_FORMAT, conf.visibility_ms));
 				if (conf.visibility_ms > 0)
 				{
 					enable_timeout_after(STATEMENT_TIMEOUT,
@@ -489,6 +524,10 @@ run_batch(MemoryContext cxt)
 				rc = SPI_execute_plan(handler_plan, &msgs, NULL, false, 0);
 				if (rc < 0)
 					elog(ERROR, "consumer handler call failed: %s", SPI_result_code_string(rc));
+				if (timeout_armed)
+					disable_timeout(STATEMENT_TIMEOUT, false);
+				timeout_armed = false;
+				queue_sandbox_leave(&sb);
 
 				/*
 				 * Messages the handler deleted itself (with their receipts)
@@ -500,9 +539,6 @@ run_batch(MemoryContext cxt)
 				rc = SPI_execute_plan(delete_plan, dargs, NULL, false, 0);
 				if (rc != SPI_OK_SELECT)
 					elog(ERROR, "consumer delete failed: %s", SPI_result_code_string(rc));
-				if (timeout_armed)
-					disable_timeout(STATEMENT_TIMEOUT, false);
-				timeout_armed = false;
 			}
 			SetUserIdAndSecContext(save_user, save_sec);
 		}
@@ -549,6 +585,7 @@ queue_consumer_main(Datum arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(my_start.dbid, InvalidOid, 0);
+	queue_pin_process_settings();
 
 	LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
 	{

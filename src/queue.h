@@ -492,6 +492,18 @@ extern int	queue_sweep_interval;
 extern void queue_worker_register_launcher(void);
 extern void queue_utility_hook_init(void);
 
+/* elevated.c: the background processes' pinned settings, the handler sandbox */
+typedef struct QueueSandbox
+{
+	Oid			save_userid;
+	int			save_sec;
+	int			nestlevel;
+} QueueSandbox;
+extern void queue_pin_process_settings(void);
+extern void queue_sandbox_enter(QueueSandbox *sb, Oid role, const char *search_path,
+								const char *statement_timeout);
+extern void queue_sandbox_leave(QueueSandbox *sb);
+
 /* wait.c */
 extern void queue_wake(int64 queue_id);
 extern void queue_wake_all(void);
@@ -503,6 +515,7 @@ extern void queue_wait_end(void);
 #define QUEUE_CONSUMER_MAX_BATCH		1000
 #define QUEUE_CONSUMER_MAX_CONCURRENCY	64
 #define QUEUE_CONSUMER_ERROR_LEN		512
+#define QUEUE_CONSUMER_WAIT_LEN			160
 #define QUEUE_CONSUMER_HELD				16	/* databases stopped at once */
 
 /*
@@ -532,6 +545,11 @@ typedef struct QueueConsumerStat
 	TimestampTz last_error_at;
 	TimestampTz last_success_at;
 	char		last_error[QUEUE_CONSUMER_ERROR_LEN];
+	/* fair shares (consumer_tend.c): what its database's worker wants for it */
+	int32		wanted;			/* processes: its concurrency, 0 when paused */
+	TimestampTz wanted_at;		/* when that worker last said so */
+	bool		waiting_logged; /* the log has said why it waits */
+	char		waiting[QUEUE_CONSUMER_WAIT_LEN];	/* why it has no process, or "" */
 } QueueConsumerStat;
 
 typedef struct QueueConsumerShared

@@ -85,6 +85,7 @@ typedef struct LaunchedDb
 	bool		no_extension;
 	TimestampTz retry_at;
 	bool		seen;			/* still in pg_database this pass */
+	bool		start_failed_logged;	/* the log said it has no worker */
 } LaunchedDb;
 
 void
@@ -135,8 +136,16 @@ start_worker(LaunchedDb *d)
 	{
 		d->handle = NULL;
 		d->retry_at = GetCurrentTimestamp() + QUEUE_RESTART_DELAY_MS * 1000;
+		if (!d->start_failed_logged)
+			ereport(LOG,
+					(errmsg("queue launcher could not start the queue worker of database %u: no background worker slot free",
+							d->dbid),
+					 errhint("Raise max_worker_processes (now %d): the queue worker of each database with the extension takes one, and each consumer process one more.",
+							 max_worker_processes)));
+		d->start_failed_logged = true;
 		return false;
 	}
+	d->start_failed_logged = false;
 	d->no_extension = false;
 	return true;
 }
@@ -167,6 +176,7 @@ scan_databases(HTAB *dbs)
 			d->handle = NULL;
 			d->no_extension = false;
 			d->retry_at = 0;
+			d->start_failed_logged = false;
 		}
 		d->seen = true;
 	}
@@ -443,6 +453,7 @@ queue_worker_main(Datum arg)
 	pqsignal(SIGTERM, die);
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
+	queue_pin_process_settings();
 	pgstat_report_appname("queue worker");
 
 	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);

@@ -162,7 +162,7 @@ $before_peek = sql($peek);
 # 1.2 -> 1.3: the queues gain retry_delay '0'; every message unchanged;
 # create and alter take retry_delay; a rolled-back receive now counts; a
 # queue made by 1.0 takes a consumer
-sql('ALTER EXTENSION queue UPDATE');
+sql("ALTER EXTENSION queue UPDATE TO '1.3'");
 is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3', 'updated to 1.3');
 is(sql($peek), $before_peek, '1.3: every message unchanged, in delivery order');
 is(sql("SELECT string_agg(queue_name || '=' || retry_delay, ',' ORDER BY queue_name) FROM queue.queues"),
@@ -191,7 +191,29 @@ SELECT queue.pause_consumer('up_consumer');
 ));
 is(sql("SELECT consumer_name || ' ' || queue_name || ' ' || state FROM queue.consumers"),
 	'up_consumer up_dlq paused', 'a queue from 1.0 takes a consumer');
-sql("SELECT queue.drop_consumer('up_consumer'); DROP FUNCTION up_handler(queue.message[])");
+
+# 1.3 -> 1.3.1: a consumer made by 1.3 keeps working, with PostgreSQL's
+# default search_path for its handler; new consumers keep their creator's
+sql("ALTER EXTENSION queue UPDATE TO '1.3.1'");
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3.1', 'updated to 1.3.1');
+is(sql($peek), $before_peek, '1.3.1: every message unchanged, in delivery order');
+is(sql("SELECT consumer_name || ' ' || state || ' ' || search_path FROM queue.consumers"),
+	'up_consumer paused "$user", public', 'the 1.3 consumer has the default search_path');
+sql(q(
+CREATE SCHEMA up_app;
+SET search_path = up_app, public;
+SELECT queue.create_consumer('up_consumer2', 'up_dlq', 'up_handler(queue.message[])');
+SELECT queue.pause_consumer('up_consumer2');
+RESET search_path;
+));
+is(sql("SELECT search_path FROM queue.consumers WHERE consumer_name = 'up_consumer2'"),
+	'up_app, public', 'a consumer made by 1.3.1 keeps its creator\'s search_path');
+sql(q(
+SELECT queue.drop_consumer('up_consumer');
+SELECT queue.drop_consumer('up_consumer2');
+DROP FUNCTION up_handler(queue.message[]);
+DROP SCHEMA up_app;
+));
 $before_peek = sql($peek);
 
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
@@ -200,8 +222,8 @@ $node->safe_psql('fresh', q(
 CREATE EXTENSION queue;
 GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
 ));
-is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3',
-	'a fresh install is 1.3');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3.1',
+	'a fresh install is 1.3.1');
 sub schema_dump
 {
 	my ($db) = @_;
@@ -253,7 +275,7 @@ like($err, qr/schema "queue" is owned by role "up_squatter", who is not a superu
 is($node->safe_psql('squatted', "SELECT count(*) FROM pg_extension WHERE extname = 'queue'"), '0',
 	'and installs nothing');
 $node->safe_psql('squatted', 'DROP SCHEMA queue; CREATE SCHEMA queue; CREATE EXTENSION queue');
-is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3',
+is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3.1',
 	'a schema queue that a superuser made is used');
 
 $node->stop;
