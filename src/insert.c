@@ -43,6 +43,7 @@
 #include "nodes/execnodes.h"
 #include "storage/lmgr.h"
 #include "utils/array.h"
+#include "utils/hsearch.h"
 #include "utils/rel.h"
 
 #include "queue.h"
@@ -163,15 +164,17 @@ map_columns(Relation rel, const ColumnSpec *cols, int ncols,
 
 		if (att->attisdropped)
 			continue;
+		/* (first letters first: this runs for every column of every send) */
 		for (int c = 0; c < ncols && spec == NULL; c++)
-			if (strcmp(name, cols[c].name) == 0)
+			if (name[0] == cols[c].name[0] && strcmp(name, cols[c].name) == 0)
 			{
 				pos[c] = i;
 				spec = &cols[c];
 				listed = true;
 			}
 		for (int k = 0; k < nnull && spec == NULL; k++)
-			if (strcmp(name, null_cols[k].name) == 0)
+			if (name[0] == null_cols[k].name[0] &&
+				strcmp(name, null_cols[k].name) == 0)
 				spec = &null_cols[k];
 		if (spec == NULL)
 			elog(ERROR, "column \"%s\" of %s is not one a send knows",
@@ -248,9 +251,19 @@ close_target(WriteTarget *t)
  * cannot be written directly: the n entries of b not skipped, with their
  * ids, as one INSERT ... SELECT FROM unnest(...) in entry order, so the
  * executor fires the table's triggers, checks its constraints and does
- * whatever else an INSERT does there.  Planned on each call: this is the
- * write of tables a superuser has changed, not the usual one.
+ * whatever else an INSERT does there.  The statement is prepared once per
+ * queue and backend (the plan cache re-plans it when the table changes);
+ * this is the write of tables a superuser has changed, not the usual one,
+ * so its plans are few and stay until the backend ends.
  */
+typedef struct SqlSendPlan
+{
+	int64		queue_id;		/* hash key */
+	SPIPlanPtr	plan;
+} SqlSendPlan;
+
+static HTAB *sql_send_plans = NULL;
+
 static void
 insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 					const int64 *ids, int n, TimestampTz visible_at,
@@ -269,7 +282,8 @@ insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 	int			dims[1] = {n};
 	int			lbs[1] = {1};
 	Datum		args[8];
-	StringInfoData sql;
+	SqlSendPlan *entry;
+	bool		found;
 	int			k = 0;
 	int			rc;
 
@@ -299,23 +313,40 @@ insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 												 TYPALIGN_INT));
 	args[7] = queue_text_array(n, bodies, NULL);
 
-	initStringInfo(&sql);
-	appendStringInfo(&sql,
-					 "INSERT INTO queue_data.q" INT64_FORMAT
-					 " (message_id, visible_at, sent_at, sequence_number,"
-					 " receive_count, message_group_id, deduplication_id,"
-					 " attributes, body)"
-					 " SELECT u.id, $1, $2, CASE WHEN $3 THEN u.id END, 0,"
-					 " u.g, u.d, u.a, u.b"
-					 " FROM unnest($4, $5, $6, $7, $8)"
-					 " AS u(id, g, d, a, b)", q->id);
-	rc = SPI_execute_with_args(sql.data, 8, (Oid *) argtypes, args, NULL,
-							   false, 0);
+	if (sql_send_plans == NULL)
+	{
+		HASHCTL		ctl;
+
+		ctl.keysize = sizeof(int64);
+		ctl.entrysize = sizeof(SqlSendPlan);
+		sql_send_plans = hash_create("queue sends through SQL", 16, &ctl,
+									 HASH_ELEM | HASH_BLOBS);
+	}
+	entry = hash_search(sql_send_plans, &q->id, HASH_ENTER, &found);
+	if (!found)
+		entry->plan = NULL;
+	if (entry->plan == NULL)
+	{
+		StringInfoData sql;
+
+		initStringInfo(&sql);
+		appendStringInfo(&sql,
+						 "INSERT INTO queue_data.q" INT64_FORMAT
+						 " (message_id, visible_at, sent_at, sequence_number,"
+						 " receive_count, message_group_id, deduplication_id,"
+						 " attributes, body)"
+						 " SELECT u.id, $1, $2, CASE WHEN $3 THEN u.id END, 0,"
+						 " u.g, u.d, u.a, u.b"
+						 " FROM unnest($4, $5, $6, $7, $8)"
+						 " AS u(id, g, d, a, b)", q->id);
+		entry->plan = queue_keep_plan(sql.data, 8, (Oid *) argtypes);
+		pfree(sql.data);
+	}
+	rc = SPI_execute_plan(entry->plan, args, NULL, false, 0);
 	if (rc < 0)
-		elog(ERROR, "send into %s failed: %s", sql.data,
-			 SPI_result_code_string(rc));
+		elog(ERROR, "send through SQL into queue id " INT64_FORMAT " failed: %s",
+			 q->id, SPI_result_code_string(rc));
 	CommandCounterIncrement();
-	pfree(sql.data);
 }
 
 /*
