@@ -242,6 +242,7 @@ sub consumer_name {
 
 sub handler {
 	return pick("'public.fz_handler(queue.message[])'", "'public.fz_handler(queue.message[])'",
+		"'public.fz_h_session(queue.message[])'",
 		"'public.fz_not_handler(int)'", "'pg_catalog.now()'", 'NULL', "'public.fz_nothing(int)'",
 		random_text());
 }

@@ -128,6 +128,85 @@ SELECT count(*) FROM queue.send_batch('fz_fifo', ARRAY['a', 'b', 'c'], message_g
 SELECT count(*) FROM queue.send_batch('fz_src', ARRAY['a', 'b']);
 SELECT count(*) FROM queue.send_batch('fz_fifo_src', ARRAY['a', 'b'], message_group_ids => ARRAY['g', 'h'],
 	deduplication_ids => ARRAY['1', '2']);
+
+-- Handlers that change their session (issue 23): a consumer process must
+-- undo all of it after each batch.  Schema fz_evil shadows pg_catalog's
+-- comparison and arithmetic operators with traps that WARN (the server
+-- log keeps it) when a superuser runs them; the session handler's
+-- consumers are made with fz_evil first in their search_path, so the
+-- handler runs them as fz_role, and a leak would run them as the
+-- process's superuser.
+CREATE SCHEMA fz_evil;
+GRANT USAGE ON SCHEMA fz_evil TO PUBLIC;
+CREATE FUNCTION fz_evil.trap() RETURNS void LANGUAGE plpgsql SET search_path = pg_catalog, pg_temp AS $f$
+BEGIN
+	IF (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) current_user) THEN
+		RAISE WARNING 'fuzz-trap: a superuser ran a shadowing operator';
+	END IF;
+END
+$f$;
+DO $do$
+DECLARE
+	r record;
+	n integer := 0;
+BEGIN
+	FOR r IN SELECT o.oprname, o.oprleft::regtype AS l, o.oprright::regtype AS rt, o.oprresult::regtype AS res,
+					p.proname
+			 FROM pg_catalog.pg_operator o JOIN pg_catalog.pg_proc p ON p.oid = o.oprcode
+			 WHERE o.oprnamespace = 'pg_catalog'::regnamespace AND o.oprkind = 'b'
+			   AND o.oprname IN ('=', '<>', '<', '>', '<=', '>=', '+', '-', '*', '/', '||')
+			   AND o.oprleft IN ('int4'::regtype, 'int8'::regtype, 'numeric'::regtype, 'text'::regtype,
+								 'timestamptz'::regtype, 'interval'::regtype, 'oid'::regtype, 'bool'::regtype)
+			   AND o.oprright IN ('int4'::regtype, 'int8'::regtype, 'numeric'::regtype, 'text'::regtype,
+								  'timestamptz'::regtype, 'interval'::regtype, 'oid'::regtype, 'bool'::regtype)
+	LOOP
+		n := n + 1;
+		EXECUTE format('CREATE FUNCTION fz_evil.op%s(a %s, b %s) RETURNS %s LANGUAGE plpgsql'
+					   ' SET search_path = pg_catalog, pg_temp AS $x$BEGIN PERFORM fz_evil.trap();'
+					   ' RETURN pg_catalog.%I(a, b); END$x$', n, r.l, r.rt, r.res, r.proname);
+		EXECUTE format('CREATE OPERATOR fz_evil.%s (LEFTARG = %s, RIGHTARG = %s, FUNCTION = fz_evil.op%s)',
+					   r.oprname, r.l, r.rt, n);
+	END LOOP;
+END
+$do$;
+CREATE FUNCTION public.fz_h_session(msgs queue.message[]) RETURNS void LANGUAGE plpgsql AS $f$
+DECLARE
+	step text;
+BEGIN
+	FOREACH step IN ARRAY ARRAY[
+		'SELECT set_config(''search_path'', ''fz_evil, pg_catalog'', false)',
+		'SELECT set_config(''statement_timeout'', ''1'', false)',
+		'SELECT set_config(''lock_timeout'', ''1'', false)',
+		'SELECT set_config(''transform_null_equals'', ''on'', false)',
+		'SELECT set_config(''default_transaction_read_only'', ''on'', false)',
+		'SELECT pg_advisory_lock(7)', 'SET ROLE postgres', 'RESET ALL',
+		'SET SESSION AUTHORIZATION postgres', 'CREATE TEMP TABLE fz_t (x int)',
+		'SELECT 1::bigint = 1::bigint', 'DISCARD ALL', 'SET search_path = fz_evil, pg_catalog']
+	LOOP
+		IF random() < 0.6 THEN
+			BEGIN
+				EXECUTE step;
+			EXCEPTION WHEN OTHERS THEN
+				NULL;
+			END;
+		END IF;
+	END LOOP;
+	IF random() < 0.2 THEN
+		RAISE EXCEPTION 'fz_h_session fails this batch' USING ERRCODE = 'P0002';
+	END IF;
+END
+$f$;
+GRANT EXECUTE ON FUNCTION public.fz_h_session(queue.message[]) TO fz_role;
+SELECT queue.create('fz_session', visibility_timeout => '1 s', dead_letter_queue => 'fz_dlq', max_receive_count => 3);
+SELECT queue.grant('fz_session', 'fz_role', '{receive}');
+SET ROLE fz_role;
+SET search_path = fz_evil, public, pg_catalog;
+SELECT queue.create_consumer('fz_c_session', 'fz_std', 'public.fz_h_session(queue.message[])', batch_size => 3);
+SELECT queue.create_consumer('fz_c_session2', 'fz_session', 'public.fz_h_session(queue.message[])',
+	batch_size => 2, concurrency => 2, retry => 'fixed');
+RESET search_path;
+RESET ROLE;
+SELECT count(*) FROM queue.send_batch('fz_session', ARRAY(SELECT 'm' || i FROM generate_series(1, 200) i));
 SQL
 
 # The postgres user may not reach the repository (a clone under /root):
@@ -140,6 +219,21 @@ as_pg env PSQL="$BINDIR/psql" PGHOST="$PGHOST" PGPORT="$PGPORT" PGUSER="$PGUSER"
 	FUZZ_ITERATIONS="${FUZZ_ITERATIONS:-2000}" ${FUZZ_SEED:+FUZZ_SEED="$FUZZ_SEED"} \
 	FUZZ_CALL_TIMEOUT="${FUZZ_CALL_TIMEOUT:-30}" FUZZ_VERBOSE="${FUZZ_VERBOSE:-0}" \
 	perl "$FUZZ_DIR/fuzz_calls.pl" || rc=$?
+
+# No shadowing operator ran as a superuser (a consumer's handler changed
+# its session and the process's own statements ran under it), and the
+# session-changing consumers went on working.
+if grep -q 'fuzz-trap' "$LOG"; then
+	echo "fuzz: FAIL: a shadowing operator ran as a superuser:" >&2
+	grep -B2 -A2 'fuzz-trap' "$LOG" | head -n 20 >&2
+	rc=1
+fi
+handled=$(as_pg "${PSQL[@]}" -Atc "SELECT coalesce(sum(processed), 0) FROM queue.consumers WHERE consumer_name LIKE 'fz_c_session%'")
+echo "fuzz: the session-changing consumers handled $handled messages"
+if [ "${handled:-0}" -eq 0 ]; then
+	echo "fuzz: FAIL: the session-changing consumers handled nothing" >&2
+	rc=1
+fi
 
 # A backend that crashed shows in the server log even if our session lived.
 if grep -qE 'terminated by signal|PANIC|TRAP:|server process .* was terminated' "$LOG"; then
