@@ -80,6 +80,33 @@ SELECT pg_temp.err($$SELECT queue.publish('ts_path', 'x', routing_key => 'a..b')
 SELECT pg_temp.err($$SELECT queue.publish('ts_path', 'x', routing_key => '.')$$) AS key_only_dot;
 RESET statement_timeout;
 
+-- a long "anything-but" list against a long array attribute: sorted once
+-- and searched, never compared pairwise (the old matcher also copied the
+-- whole list for every element)
+SET statement_timeout = '5s';
+SELECT queue.create_topic('ts_but') > 0, queue.create('ts_but_q') > 0;
+SELECT queue.subscribe('ts_but', 'ts_but_q', filter_policy => jsonb_build_object('v', jsonb_build_array(
+	jsonb_build_object('anything-but', (SELECT jsonb_agg('s' || i) FROM generate_series(1, 20000) i))))) > 0;
+SELECT delivered FROM queue.publish('ts_but', 'all listed', attributes => jsonb_build_object('v',
+	(SELECT jsonb_agg('s' || i) FROM generate_series(1, 20000) i)));
+SELECT delivered FROM queue.publish('ts_but', 'one not listed', attributes => jsonb_build_object('v',
+	(SELECT jsonb_agg('s' || i) FROM generate_series(1, 20000) i) || '["s0"]'));
+SELECT delivered FROM queue.publish('ts_but', 'scalar listed', attributes => '{"v": "s77"}');
+SELECT delivered FROM queue.publish('ts_but', 'scalar not listed', attributes => '{"v": "s20001"}');
+RESET statement_timeout;
+-- the sorted search agrees with equality: numbers by value, types apart
+SELECT queue.unsubscribe('ts_but', 'ts_but_q');
+SELECT queue.subscribe('ts_but', 'ts_but_q', filter_policy =>
+	'{"v": [{"anything-but": ["a", 5, "b", 1.5, "c", -2, "d", "5", "e", 1000000000]}]}') > 0;
+SELECT delivered FROM queue.publish('ts_but', '[5.0,"a",-2]', attributes => '{"v": [5.0, "a", -2]}');
+SELECT delivered FROM queue.publish('ts_but', '["e","5",1.50]', attributes => '{"v": ["e", "5", 1.50]}');
+SELECT delivered FROM queue.publish('ts_but', '["a",6]', attributes => '{"v": ["a", 6]}');
+SELECT delivered FROM queue.publish('ts_but', '["a",true]', attributes => '{"v": ["a", true]}');
+SELECT delivered FROM queue.publish('ts_but', '["a","A"]', attributes => '{"v": ["a", "A"]}');
+SELECT delivered FROM queue.publish('ts_but', '[1e400]', attributes => '{"v": [1e400]}');
+SELECT delivered FROM queue.publish('ts_but', '[[6],{"x":6},"a"]', attributes => '{"v": [[6], {"x": 6}, "a"]}');
+SELECT pg_temp.bodies('ts_but_q') AS anything_but;
+
 ----------------------------------------------------------------------
 -- (2) a number beyond double precision matches no numeric condition; the
 -- other subscribers still get the message
