@@ -222,6 +222,7 @@ deliver(TopicMeta *t, int n, TopicMessage *pubs, FunctionCallInfo fcinfo,
 		if (q == NULL || q->id != sub->queue_id ||
 			!queue_role_holds(q->relid, sub->owner, queue_priv_mode(QPRIV_SEND)))
 			continue;
+		/* reads: argument "delay" for subscribed queue "q" must be ... */
 		if (has_delay)
 			(void) queue_arg_interval(fcinfo, PUBLISH_DELAY_ARG,
 									  psprintf("delay\" for subscribed queue \"%s", q->name),
