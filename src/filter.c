@@ -34,8 +34,12 @@
  */
 #include "postgres.h"
 
+#include <math.h>
+
 #include "catalog/pg_type.h"
 #include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "utils/memutils.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
@@ -133,51 +137,116 @@ queue_tags_match(const Datum *filter, int nfilter, const Datum *tags, int ntags)
 	return false;
 }
 
-/* Length of the word at s (up to a '.' or the end). */
-static int
-word_len(const char *s)
+/* One word of a dotted key: where it starts and how long it is. */
+typedef struct KeyWord
 {
-	const char *dot = strchr(s, '.');
+	const char *s;
+	int			len;
+} KeyWord;
 
-	return dot ? dot - s : strlen(s);
+/* The words of a dotted key (a key without dots is one word). */
+static int
+split_words(const char *key, KeyWord **words)
+{
+	int			n = 1;
+	const char *s = key;
+
+	for (const char *c = key; *c; c++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (*c == '.')
+			n++;
+	}
+	*words = palloc(n * sizeof(KeyWord));
+	for (int i = 0; i < n; i++)
+	{
+		const char *dot = strchr(s, '.');
+
+		CHECK_FOR_INTERRUPTS();
+		(*words)[i].s = s;
+		(*words)[i].len = dot ? dot - s : strlen(s);
+		s = dot ? dot + 1 : s + strlen(s);
+	}
+	return n;
+}
+
+static bool
+word_is(const KeyWord *w, char c)
+{
+	return w->len == 1 && w->s[0] == c;
 }
 
 /*
- * Whether binding (words, '*' and '#') matches key (words), both from their
- * current word on; NULL is past the last word.
+ * Add to the set of binding positions those a '#' reaches without taking
+ * a word: position i+1 whenever i is in and word i is '#'.  One pass in
+ * order suffices, as '#' only ever moves forward.
  */
-static bool
-binding_match_from(const char *binding, const char *key)
+static void
+skip_hashes(const KeyWord *pat, int m, bool *in)
 {
-	int			blen;
-
-	if (binding == NULL)
-		return key == NULL;
-	blen = word_len(binding);
-	if (blen == 1 && binding[0] == '#')
-	{
-		const char *rest = binding[1] ? binding + 2 : NULL;
-
-		/* '#' takes zero words, or one word and is tried again. */
-		if (binding_match_from(rest, key))
-			return true;
-		if (key == NULL)
-			return false;
-		return binding_match_from(binding, key[word_len(key)] ? key + word_len(key) + 1 : NULL);
-	}
-	if (key == NULL)
-		return false;
-	if (!(blen == 1 && binding[0] == '*') &&
-		(blen != word_len(key) || strncmp(binding, key, blen) != 0))
-		return false;
-	return binding_match_from(binding[blen] ? binding + blen + 1 : NULL,
-							  key[word_len(key)] ? key + word_len(key) + 1 : NULL);
+	for (int i = 0; i < m; i++)
+		if (in[i] && word_is(&pat[i], '#'))
+			in[i + 1] = true;
 }
 
+/*
+ * Whether a binding (words, '*' and '#') matches a routing key (words).
+ *
+ * The binding is run as a nondeterministic automaton over the key's words,
+ * never by backtracking: the set of binding positions (0 to m, m: all of
+ * the binding taken) that the key's words so far can reach is advanced one
+ * key word at a time.  From position i, a key word leads to i+1 when word
+ * i of the binding is '*' or the same word, and back to i when it is '#'
+ * ('#' takes one more word); then every '#' may also take no word.  The
+ * key matches when position m is reached with its last word.  Time is
+ * O(key words x binding words) whatever the binding, with no recursion.
+ */
 bool
 queue_binding_match(const char *binding, const char *routing_key)
 {
-	return binding_match_from(binding, routing_key);
+	KeyWord    *pat;
+	KeyWord    *key;
+	int			m = split_words(binding, &pat);
+	int			n = split_words(routing_key, &key);
+	bool	   *cur = palloc0((m + 1) * sizeof(bool));
+	bool	   *next = palloc((m + 1) * sizeof(bool));
+	bool		matched;
+
+	cur[0] = true;
+	skip_hashes(pat, m, cur);
+	for (int k = 0; k < n; k++)
+	{
+		bool		live = false;
+		bool	   *swap;
+
+		CHECK_FOR_INTERRUPTS();
+		memset(next, 0, (m + 1) * sizeof(bool));
+		for (int i = 0; i < m; i++)
+		{
+			if (!cur[i])
+				continue;
+			if (word_is(&pat[i], '#'))
+				next[i] = true;
+			else if (word_is(&pat[i], '*') ||
+					 (pat[i].len == key[k].len &&
+					  memcmp(pat[i].s, key[k].s, key[k].len) == 0))
+				next[i + 1] = true;
+		}
+		skip_hashes(pat, m, next);
+		swap = cur;
+		cur = next;
+		next = swap;
+		for (int i = 0; i <= m && !live; i++)
+			live = cur[i];
+		if (!live)
+			break;				/* no position left: cur[m] is false */
+	}
+	matched = cur[m];
+	pfree(cur);
+	pfree(next);
+	pfree(pat);
+	pfree(key);
+	return matched;
 }
 
 /* ----------------------------------------------------------------
@@ -202,19 +271,72 @@ is_string(JsonbValue *v)
 	return v->type == jbvString;
 }
 
-static double
-number_of(JsonbValue *v)
+/* A numeric constant of this backend's life, from its text. */
+static Numeric
+numeric_constant(const char *text)
 {
-	return DatumGetFloat8(DirectFunctionCall1(numeric_float8,
-											  NumericGetDatum(v->val.numeric)));
+	Numeric		n = DatumGetNumeric(DirectFunctionCall3(numeric_in,
+														CStringGetDatum(text),
+														ObjectIdGetDatum(InvalidOid),
+														Int32GetDatum(-1)));
+	Numeric		copy = MemoryContextAlloc(TopMemoryContext, VARSIZE(n));
+
+	memcpy(copy, n, VARSIZE(n));
+	pfree(n);
+	return copy;
+}
+
+static int
+numeric_compare(Numeric a, Numeric b)
+{
+	return DatumGetInt32(DirectFunctionCall2(numeric_cmp, NumericGetDatum(a),
+											 NumericGetDatum(b)));
+}
+
+/*
+ * A JSON number as a double, or false when it has none: it lies beyond
+ * double precision, where float8in would fail (overflow, or a non-zero
+ * number that rounds to zero).  Numbers far out (beyond +-1.8e308, or
+ * non-zero within +-1e-330) are told by comparing numerics, so no long
+ * text is made of them; only those near the edges are decided by strtod.
+ * Never fails.
+ */
+static bool
+number_to_double(Numeric num, double *d)
+{
+	static Numeric zero = NULL;
+	static Numeric huge = NULL;
+	static Numeric tiny = NULL;
+	Numeric		abs;
+	bool		far;
+	char	   *s;
+
+	if (zero == NULL)
+	{
+		zero = numeric_constant("0");
+		huge = numeric_constant("1.8e308");
+		tiny = numeric_constant("1e-330");
+	}
+	abs = DatumGetNumeric(DirectFunctionCall1(numeric_abs, NumericGetDatum(num)));
+	far = numeric_compare(abs, huge) > 0 ||
+		(numeric_compare(abs, zero) != 0 && numeric_compare(abs, tiny) < 0);
+	pfree(abs);
+	if (far)
+		return false;
+	s = DatumGetCString(DirectFunctionCall1(numeric_out, NumericGetDatum(num)));
+	errno = 0;
+	*d = strtod(s, NULL);
+	far = errno == ERANGE && (*d == 0 || isinf(*d));
+	pfree(s);
+	return !far;
 }
 
 static void
 check_number(JsonbValue *v, const char *path)
 {
-	double		d = number_of(v);
+	double		d;
 
-	if (d < -1e9 || d > 1e9)
+	if (!number_to_double(v->val.numeric, &d) || d < -1e9 || d > 1e9)
 		policy_error(path, ": numbers must lie between -1000000000 and 1000000000");
 }
 
@@ -255,6 +377,7 @@ array_elems(JsonbContainer *arr, JsonbValue **elems)
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 		if (tok == WJB_ELEM)
 		{
+			CHECK_FOR_INTERRUPTS();
 			if (n == cap)
 			{
 				cap *= 2;
@@ -306,9 +429,14 @@ check_numeric(JsonbValue *val, const char *path)
 	else if (n == 4 && numeric_op_ok(&e[0], lower_op) && e[1].type == jbvNumeric &&
 			 numeric_op_ok(&e[2], upper_op) && e[3].type == jbvNumeric)
 	{
+		double		lower;
+		double		upper;
+
 		check_number(&e[1], path);
 		check_number(&e[3], path);
-		if (number_of(&e[1]) > number_of(&e[3]))
+		(void) number_to_double(e[1].val.numeric, &lower);
+		(void) number_to_double(e[3].val.numeric, &upper);
+		if (lower > upper)
 			policy_error(path, ": a \"numeric\" range's lower bound is above its upper bound");
 	}
 	else
@@ -359,6 +487,7 @@ check_condition(JsonbValue *c, const char *path)
 				policy_error(path, ": \"anything-but\" takes a non-empty list");
 			for (int i = 0; i < n; i++)
 			{
+				CHECK_FOR_INTERRUPTS();
 				if (e[i].type == jbvNumeric)
 					check_number(&e[i], path);
 				else if (e[i].type != jbvString)
@@ -395,11 +524,14 @@ check_policy_object(JsonbContainer *obj, const char *path, int *keys, double *co
 	JsonbIteratorToken tok;
 	char	   *key = NULL;
 
+	check_stack_depth();		/* policies nest objects and "$or"s */
 	*keys = 0;
 	*combos = 1;
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
 		char	   *sub;
+
+		CHECK_FOR_INTERRUPTS();
 
 		if (tok == WJB_KEY)
 		{
@@ -440,7 +572,10 @@ check_policy_object(JsonbContainer *obj, const char *path, int *keys, double *co
 			if (n == 0)
 				policy_error(sub, ": the list of conditions is empty");
 			for (int i = 0; i < n; i++)
+			{
+				CHECK_FOR_INTERRUPTS();
 				check_condition(&e[i], sub);
+			}
 			*keys += 1;
 			*combos *= n;
 		}
@@ -505,6 +640,17 @@ queue_check_filters_sql(PG_FUNCTION_ARGS)
 
 /* ----------------------------------------------------------------
  * Filter policies: matching
+ *
+ * A match never fails and is linear in the size of the policy and the
+ * attributes: each condition is taken apart once (compile_condition), then
+ * tried on the attribute's value or on each element of an array value.
+ * An attribute list holds at most POLICY_COMBOS_MAX conditions (the
+ * subscribe check), and every comparison of two values costs at most the
+ * shorter one, so an array attribute costs its size times that bound.  The
+ * one list of unbounded length, "anything-but"'s, is sorted once for an
+ * array attribute and searched by halves.  Every loop over the policy or
+ * the attributes checks for interrupts; the recursion follows the
+ * policy's nesting (subscribe bounds it) and checks the stack.
  * ----------------------------------------------------------------
  */
 
@@ -515,7 +661,10 @@ string_eq(JsonbValue *a, JsonbValue *b)
 		memcmp(a->val.string.val, b->val.string.val, a->val.string.len) == 0;
 }
 
-/* Equal JSON scalars of the same type (numbers by value). */
+/*
+ * Equal JSON scalars of the same type; numbers by exact value (numeric
+ * equality, which every number can be compared by: "5" is not 5, 5.0 is).
+ */
 static bool
 scalar_eq(JsonbValue *a, JsonbValue *b)
 {
@@ -526,9 +675,7 @@ scalar_eq(JsonbValue *a, JsonbValue *b)
 		case jbvString:
 			return string_eq(a, b);
 		case jbvNumeric:
-			return DatumGetBool(DirectFunctionCall2(numeric_eq,
-													NumericGetDatum(a->val.numeric),
-													NumericGetDatum(b->val.numeric)));
+			return numeric_compare(a->val.numeric, b->val.numeric) == 0;
 		case jbvBool:
 			return a->val.boolean == b->val.boolean;
 		case jbvNull:
@@ -570,56 +717,182 @@ numeric_holds(JsonbValue *op, double a, double b)
 	return a >= b;
 }
 
-/* One scalar attribute value against one (checked) condition. */
-static bool
-scalar_matches(JsonbValue *c, JsonbValue *a)
+/* What a (checked) condition does. */
+typedef enum PolicyCondKind
+{
+	COND_NONE,					/* matches nothing (cannot happen once checked) */
+	COND_EQUALS,				/* a string, number, boolean or null */
+	COND_PREFIX,
+	COND_SUFFIX,
+	COND_IGNORE_CASE,
+	COND_NUMERIC,
+	COND_EXISTS,
+	COND_BUT_VALUES,			/* "anything-but" a value or a list of them */
+	COND_BUT_PREFIX,
+	COND_BUT_SUFFIX
+} PolicyCondKind;
+
+/* A condition taken apart, to be tried on many values. */
+typedef struct PolicyCond
+{
+	PolicyCondKind kind;
+	JsonbValue	arg;			/* the value, string or boolean it takes */
+	JsonbValue *values;			/* COND_BUT_VALUES: the values, */
+	int			nvalues;		/* how many, */
+	bool		sorted;			/* and whether sorted by value_order */
+	int			nbounds;		/* COND_NUMERIC: 1 or 2 (operator, bound) */
+	JsonbValue	ops[2];
+	double		bounds[2];
+} PolicyCond;
+
+static void
+compile_condition(JsonbValue *c, PolicyCond *pc)
 {
 	char	   *op;
 	JsonbValue	val;
 
+	memset(pc, 0, sizeof(PolicyCond));
 	if (!is_object(c))
-		return scalar_eq(c, a);
+	{
+		pc->kind = COND_EQUALS;
+		pc->arg = *c;
+		return;
+	}
 	condition_kv(c->val.binary.data, &op, &val, "");
+	pc->arg = val;
 	if (strcmp(op, "prefix") == 0)
-		return has_prefix(a, &val);
-	if (strcmp(op, "suffix") == 0)
-		return has_suffix(a, &val);
-	if (strcmp(op, "equals-ignore-case") == 0)
-		return a->type == jbvString && a->val.string.len == val.val.string.len &&
-			pg_strncasecmp(a->val.string.val, val.val.string.val, a->val.string.len) == 0;
-	if (strcmp(op, "numeric") == 0)
+		pc->kind = COND_PREFIX;
+	else if (strcmp(op, "suffix") == 0)
+		pc->kind = COND_SUFFIX;
+	else if (strcmp(op, "equals-ignore-case") == 0)
+		pc->kind = COND_IGNORE_CASE;
+	else if (strcmp(op, "exists") == 0)
+		pc->kind = COND_EXISTS;
+	else if (strcmp(op, "numeric") == 0)
 	{
 		JsonbValue *e;
 		int			n = array_elems(val.val.binary.data, &e);
-		double		x;
 
-		if (a->type != jbvNumeric)
-			return false;		/* "5" is a string, not a number */
-		x = number_of(a);
-		return numeric_holds(&e[0], x, number_of(&e[1])) &&
-			(n < 4 || numeric_holds(&e[2], x, number_of(&e[3])));
-	}
-	if (strcmp(op, "anything-but") == 0)
-	{
-		if (is_array(&val))
+		pc->kind = COND_NUMERIC;
+		pc->nbounds = n / 2;
+		for (int j = 0; j < pc->nbounds; j++)
 		{
-			JsonbValue *e;
-			int			n = array_elems(val.val.binary.data, &e);
-
-			for (int i = 0; i < n; i++)
-				if (scalar_eq(&e[i], a))
-					return false;
-			return true;
+			pc->ops[j] = e[2 * j];
+			if (!number_to_double(e[2 * j + 1].val.numeric, &pc->bounds[j]))
+				pc->kind = COND_NONE;
 		}
+	}
+	else if (strcmp(op, "anything-but") == 0)
+	{
 		if (is_object(&val))
 		{
 			char	   *inner;
-			JsonbValue	iv;
 
-			condition_kv(val.val.binary.data, &inner, &iv, "");
-			return strcmp(inner, "prefix") == 0 ? !has_prefix(a, &iv) : !has_suffix(a, &iv);
+			condition_kv(val.val.binary.data, &inner, &pc->arg, "");
+			pc->kind = strcmp(inner, "prefix") == 0 ? COND_BUT_PREFIX : COND_BUT_SUFFIX;
 		}
-		return !scalar_eq(&val, a);
+		else
+		{
+			pc->kind = COND_BUT_VALUES;
+			if (is_array(&val))
+				pc->nvalues = array_elems(val.val.binary.data, &pc->values);
+			else
+			{
+				pc->values = &pc->arg;
+				pc->nvalues = 1;
+			}
+		}
+	}
+	else
+		pc->kind = COND_NONE;
+}
+
+/*
+ * A total order on JSON scalars for "anything-but" lists: by type, then
+ * strings by length and bytes, numbers by value, booleans false first.
+ * Values equal by scalar_eq compare equal.
+ */
+static int
+value_order(const void *pa, const void *pb)
+{
+	const JsonbValue *a = pa;
+	const JsonbValue *b = pb;
+
+	if (a->type != b->type)
+		return a->type < b->type ? -1 : 1;
+	switch (a->type)
+	{
+		case jbvString:
+			if (a->val.string.len != b->val.string.len)
+				return a->val.string.len < b->val.string.len ? -1 : 1;
+			return memcmp(a->val.string.val, b->val.string.val, a->val.string.len);
+		case jbvNumeric:
+			return numeric_compare(a->val.numeric, b->val.numeric);
+		case jbvBool:
+			return (int) a->val.boolean - (int) b->val.boolean;
+		default:
+			return 0;
+	}
+}
+
+/* Whether a scalar equals one of an "anything-but" condition's values. */
+static bool
+in_values(PolicyCond *pc, JsonbValue *a)
+{
+	if (pc->sorted)
+		return bsearch(a, pc->values, pc->nvalues, sizeof(JsonbValue),
+					   value_order) != NULL;
+	for (int i = 0; i < pc->nvalues; i++)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (scalar_eq(&pc->values[i], a))
+			return true;
+	}
+	return false;
+}
+
+/*
+ * One scalar attribute value against a condition.  A value the condition
+ * cannot compare does not match it: a string for "numeric", a number for
+ * "prefix", and a number beyond double precision for "numeric" (the ranges
+ * are compared in double precision, as SNS does).  "anything-but" decides
+ * by exact equality, which every value can be compared by: a number beyond
+ * double precision equals none of the policy's (they lie within +-1e9), so
+ * it is anything but them and matches, as a string does.
+ */
+static bool
+scalar_matches(PolicyCond *pc, JsonbValue *a)
+{
+	double		x;
+
+	switch (pc->kind)
+	{
+		case COND_EQUALS:
+			return scalar_eq(&pc->arg, a);
+		case COND_PREFIX:
+			return has_prefix(a, &pc->arg);
+		case COND_SUFFIX:
+			return has_suffix(a, &pc->arg);
+		case COND_IGNORE_CASE:
+			return a->type == jbvString && a->val.string.len == pc->arg.val.string.len &&
+				pg_strncasecmp(a->val.string.val, pc->arg.val.string.val,
+							   a->val.string.len) == 0;
+		case COND_NUMERIC:
+			if (a->type != jbvNumeric || !number_to_double(a->val.numeric, &x))
+				return false;
+			for (int j = 0; j < pc->nbounds; j++)
+				if (!numeric_holds(&pc->ops[j], x, pc->bounds[j]))
+					return false;
+			return true;
+		case COND_BUT_VALUES:
+			return !in_values(pc, a);
+		case COND_BUT_PREFIX:
+			return !has_prefix(a, &pc->arg);
+		case COND_BUT_SUFFIX:
+			return !has_suffix(a, &pc->arg);
+		case COND_EXISTS:
+		case COND_NONE:
+			break;
 	}
 	return false;
 }
@@ -627,35 +900,36 @@ scalar_matches(JsonbValue *c, JsonbValue *a)
 /*
  * An attribute value (NULL when the message lacks it) against a
  * condition: "exists" looks at presence, everything else needs a value;
- * an array value matches when an element does.
+ * an array value matches when one of its scalar elements does.
  */
 static bool
-condition_matches(JsonbValue *c, JsonbValue *a)
+condition_matches(PolicyCond *pc, JsonbValue *a)
 {
-	if (is_object(c))
-	{
-		char	   *op;
-		JsonbValue	val;
+	JsonbIterator *it;
+	JsonbValue	e;
+	JsonbIteratorToken tok;
 
-		condition_kv(c->val.binary.data, &op, &val, "");
-		if (strcmp(op, "exists") == 0)
-			return val.val.boolean == (a != NULL);
-	}
-	if (a == NULL)
+	if (pc->kind == COND_EXISTS)
+		return pc->arg.val.boolean == (a != NULL);
+	if (a == NULL || is_object(a))
 		return false;
-	if (is_array(a))
-	{
-		JsonbValue *e;
-		int			n = array_elems(a->val.binary.data, &e);
+	if (!is_array(a))
+		return scalar_matches(pc, a);
 
-		for (int i = 0; i < n; i++)
-			if (!is_object(&e[i]) && !is_array(&e[i]) && scalar_matches(c, &e[i]))
-				return true;
-		return false;
+	/* Many lookups in a long "anything-but" list: sort it once. */
+	if (pc->kind == COND_BUT_VALUES && pc->nvalues > 8 && !pc->sorted)
+	{
+		qsort(pc->values, pc->nvalues, sizeof(JsonbValue), value_order);
+		pc->sorted = true;
 	}
-	if (is_object(a))
-		return false;
-	return scalar_matches(c, a);
+	it = JsonbIteratorInit(a->val.binary.data);
+	while ((tok = JsonbIteratorNext(&it, &e, true)) != WJB_DONE)
+	{
+		CHECK_FOR_INTERRUPTS();
+		if (tok == WJB_ELEM && e.type != jbvBinary && scalar_matches(pc, &e))
+			return true;
+	}
+	return false;
 }
 
 /* The value of key in an object container, or NULL. */
@@ -680,10 +954,12 @@ policy_object_matches(JsonbContainer *policy, JsonbContainer *attrs)
 	JsonbValue	key = {0};
 	JsonbIteratorToken tok;
 
+	check_stack_depth();
 	while ((tok = JsonbIteratorNext(&it, &v, true)) != WJB_DONE)
 	{
 		bool		ok = false;
 
+		CHECK_FOR_INTERRUPTS();
 		if (tok == WJB_KEY)
 		{
 			key = v;
@@ -712,7 +988,12 @@ policy_object_matches(JsonbContainer *policy, JsonbContainer *attrs)
 				int			n = array_elems(v.val.binary.data, &e);
 
 				for (int i = 0; i < n && !ok; i++)
-					ok = condition_matches(&e[i], a);
+				{
+					PolicyCond	pc;
+
+					compile_condition(&e[i], &pc);
+					ok = condition_matches(&pc, a);
+				}
 			}
 		}
 		if (!ok)
@@ -721,10 +1002,22 @@ policy_object_matches(JsonbContainer *policy, JsonbContainer *attrs)
 	return true;
 }
 
-/* Whether a message's attributes (NULL: none) satisfy a checked policy. */
+/*
+ * Whether a message's attributes (NULL: none) satisfy a checked policy.
+ * What the match allocates goes with its own context.
+ */
 bool
 queue_policy_match(Jsonb *policy, Jsonb *attributes)
 {
-	return policy_object_matches(&policy->root,
-								 attributes ? &attributes->root : NULL);
+	MemoryContext cxt = AllocSetContextCreate(CurrentMemoryContext,
+											  "queue policy match",
+											  ALLOCSET_SMALL_SIZES);
+	MemoryContext old = MemoryContextSwitchTo(cxt);
+	bool		matched;
+
+	matched = policy_object_matches(&policy->root,
+									attributes ? &attributes->root : NULL);
+	MemoryContextSwitchTo(old);
+	MemoryContextDelete(cxt);
+	return matched;
 }

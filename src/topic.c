@@ -100,7 +100,10 @@ sub_matches(TopicSub *s, TopicMessage *p)
 		if (p->routing_key == NULL)
 			return false;
 		for (int k = 0; k < s->nkeys && !any; k++)
+		{
+			CHECK_FOR_INTERRUPTS();
 			any = queue_binding_match(s->keys[k], p->routing_key);
+		}
 		if (!any)
 			return false;
 	}
@@ -169,12 +172,22 @@ shared_body(Datum body, int fanout)
 	return c == (Datum) 0 ? body : c;
 }
 
+/* queue.publish's argument delay (queue.publish_batch has none). */
+#define PUBLISH_DELAY_ARG	7
+
 /*
  * Deliver the messages that are not duplicates to each subscription whose
  * filters match them: one send per queue, entries in call order.
+ *
+ * A delay given to the publish (fcinfo's PUBLISH_DELAY_ARG) must obey each
+ * delivered queue's bound as a send's does: send.c's very check,
+ * queue_arg_interval up to the queue's retention, with the queue named in
+ * the message (22023).  A longer delay would deliver a copy that expires
+ * before it can be seen.  The error undoes the copies made before it.
  */
 static void
-deliver(TopicMeta *t, int n, TopicMessage *pubs, bool has_delay, int64 delay)
+deliver(TopicMeta *t, int n, TopicMessage *pubs, FunctionCallInfo fcinfo,
+		bool has_delay, int64 delay)
 {
 	SendBatch	b;
 	int		   *which = palloc(n * sizeof(int));
@@ -197,6 +210,7 @@ deliver(TopicMeta *t, int n, TopicMessage *pubs, bool has_delay, int64 delay)
 		TopicSub   *sub = &t->subs[s];
 		QueueMeta  *q;
 
+		CHECK_FOR_INTERRUPTS();
 		b.n = 0;
 		for (int i = 0; i < n; i++)
 			if (!pubs[i].duplicate && sub_matches(sub, &pubs[i]))
@@ -208,6 +222,11 @@ deliver(TopicMeta *t, int n, TopicMessage *pubs, bool has_delay, int64 delay)
 		if (q == NULL || q->id != sub->queue_id ||
 			!queue_role_holds(q->relid, sub->owner, queue_priv_mode(QPRIV_SEND)))
 			continue;
+		/* reads: argument "delay" for subscribed queue "q" must be ... */
+		if (has_delay)
+			(void) queue_arg_interval(fcinfo, PUBLISH_DELAY_ARG,
+									  psprintf("delay\" for subscribed queue \"%s", q->name),
+									  0, q->retention, 0);
 		for (int k = 0; k < b.n; k++)
 		{
 			TopicMessage *p = &pubs[which[k]];
@@ -240,8 +259,8 @@ deliver(TopicMeta *t, int n, TopicMessage *pubs, bool has_delay, int64 delay)
  * deduplication, delivery.
  */
 static void
-publish(TopicMeta *t, int n, TopicMessage *pubs, bool has_delay, int64 delay,
-		bool batch)
+publish(TopicMeta *t, int n, TopicMessage *pubs, FunctionCallInfo fcinfo,
+		bool has_delay, int64 delay, bool batch)
 {
 	const char *gname = batch ? "message_group_ids" : "message_group_id";
 	int			npublished = 0;
@@ -273,7 +292,7 @@ publish(TopicMeta *t, int n, TopicMessage *pubs, bool has_delay, int64 delay,
 		queue_fifo_lock_publishers(t->id, ngroups, groups);
 	}
 	claim_ids(t, n, pubs, GetCurrentTimestamp());
-	deliver(t, n, pubs, has_delay, delay);
+	deliver(t, n, pubs, fcinfo, has_delay, delay);
 	for (int i = 0; i < n; i++)
 		if (!pubs[i].duplicate)
 			npublished++;
@@ -359,8 +378,9 @@ queue_publish(PG_FUNCTION_ARGS)
 	p.group_null = (g == NULL);
 	p.dedup = PointerGetDatum(d);
 	p.dedup_null = (d == NULL);
-	if (!PG_ARGISNULL(7))
-		delay = queue_arg_interval(fcinfo, 7, "delay", 0, INT64CONST(14) * USECS_PER_DAY, 0);
+	if (!PG_ARGISNULL(PUBLISH_DELAY_ARG))
+		delay = queue_arg_interval(fcinfo, PUBLISH_DELAY_ARG, "delay", 0,
+								   INT64CONST(14) * USECS_PER_DAY, 0);
 	queue_check_read_write();
 	InitMaterializedSRF(fcinfo, 0);
 
@@ -368,7 +388,7 @@ queue_publish(PG_FUNCTION_ARGS)
 	SPI_connect();
 	t = queue_topic_lookup(PG_GETARG_TEXT_PP(0));
 	check_publish(t, call.caller);
-	publish(t, 1, &p, !PG_ARGISNULL(7), delay, false);
+	publish(t, 1, &p, fcinfo, !PG_ARGISNULL(PUBLISH_DELAY_ARG), delay, false);
 	put_result(rsinfo, &p, 1, false);
 	SPI_finish();
 	queue_leave(&call);
@@ -445,7 +465,7 @@ queue_publish_batch(PG_FUNCTION_ARGS)
 	SPI_connect();
 	t = queue_topic_lookup(PG_GETARG_TEXT_PP(0));
 	check_publish(t, call.caller);
-	publish(t, n, pubs, false, 0, true);
+	publish(t, n, pubs, fcinfo, false, 0, true);
 	for (int i = 0; i < n; i++)
 		put_result(rsinfo, &pubs[i], i + 1, true);
 	SPI_finish();
