@@ -151,6 +151,9 @@ listen_addresses = 'localhost'
 unix_socket_directories = '$SOCK'
 shared_preload_libraries = 'queue'
 max_prepared_transactions = 10
+# the launcher, one worker per database with the extension, up to
+# queue.max_consumer_processes (8) consumer processes, parallel query's 8
+max_worker_processes = 24
 EOF
 
 lib_sum=$(sha256sum "$PKGLIBDIR/queue.so" | cut -d' ' -f1)
