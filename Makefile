@@ -28,6 +28,13 @@ TAP_TESTS   = 1
 PROVE_TESTS = test/t/*.pl
 
 PG_CONFIG ?= pg_config
+# Receipts are signed by OpenSSL's SHA-256 (src/hmac.c) where PostgreSQL
+# was built with OpenSSL, as its pg_config.h says (USE_OPENSSL), and by
+# pg_hmac otherwise: only the former links libcrypto.
+QUEUE_USE_OPENSSL := $(shell grep -qs 'define USE_OPENSSL 1' "$$($(PG_CONFIG) --includedir-server 2>/dev/null)/pg_config.h" && echo yes)
+ifeq ($(QUEUE_USE_OPENSSL),yes)
+SHLIB_LINK += -lcrypto
+endif
 # A fresh machine may lack PGXS: the set-up script installs it before we
 # ask pg_config for it (see test/setup.sh).
 PGXS := $(shell $(PG_CONFIG) --pgxs 2>/dev/null)

@@ -213,11 +213,12 @@ extern void queue_batch_array(FunctionCallInfo fcinfo, int argno,
 							  const char *argname, int n, Oid elemtype,
 							  Datum **vals, bool **nulls);
 
-/* hmac.c: HMAC-SHA-256 under a kept key (receipts) */
+/* hmac.c: HMAC-SHA-256 under a kept key (receipts), by OpenSSL */
 typedef struct QueueHmacKey
 {
-	uint32		inner[8];		/* SHA-256 state after the key's ipad block */
-	uint32		outer[8];		/* ... and after its opad block */
+	void	   *inner;			/* EVP_MD_CTX after the key's ipad block */
+	void	   *outer;			/* ... and after its opad block */
+	void	   *work;			/* a copy of either, per message */
 } QueueHmacKey;
 
 extern bool queue_hmac_set_key(QueueHmacKey *k, const uint8 *key, int keylen);

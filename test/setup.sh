@@ -1,8 +1,10 @@
 #!/usr/bin/env bash
 # test/setup.sh: make sure this machine can build and test the extension.
 #
-# Checks for PGXS, pg_regress / pg_isolation_regress, the PostgreSQL 15
-# server binaries, the `postgres` OS user, a C compiler, make, prove and
+# Checks for PGXS and the server headers, pg_regress / pg_isolation_regress,
+# the PostgreSQL 15 server binaries, OpenSSL's headers when that PostgreSQL
+# uses OpenSSL (src/hmac.c signs receipts with it), the `postgres` OS user,
+# a C compiler, make, prove and
 # perl's IPC::Run (the TAP tests need it), and what the examples suite and
 # the exporter test run: Debian's /usr/bin/python3 with psycopg 3
 # (python3-psycopg), node and npm, prometheus-postgres-exporter and curl.  When everything is present it
@@ -47,6 +49,14 @@ fi
 if [ -z "$pgxs" ] || [ ! -f "$pgxs" ]; then
 	missing+=("PGXS (pg_config --pgxs)")
 fi
+# PGXS's makefiles come with the client package; the headers do not.
+server_inc=""
+if command -v "$PG_CONFIG" >/dev/null 2>&1; then
+	server_inc=$("$PG_CONFIG" --includedir-server 2>/dev/null || true)
+fi
+if [ -z "$server_inc" ] || [ ! -f "$server_inc/postgres.h" ]; then
+	missing+=("${server_inc:-/server-headers}/postgres.h")
+fi
 for f in "$PGXS_TEST/regress/pg_regress" \
 	"$PGXS_TEST/isolation/pg_isolation_regress" \
 	"$PGXS_TEST/isolation/isolationtester" \
@@ -71,6 +81,14 @@ fi
 command -v prometheus-postgres-exporter >/dev/null 2>&1 ||
 	{ missing+=("prometheus-postgres-exporter"); extra_pkgs+=(prometheus-postgres-exporter); }
 command -v curl >/dev/null 2>&1 || { missing+=("curl"); extra_pkgs+=(curl); }
+# src/hmac.c uses OpenSSL where PostgreSQL does (USE_OPENSSL in pg_config.h).
+openssl_wanted() {
+	[ -n "$server_inc" ] && grep -qs 'define USE_OPENSSL 1' "$server_inc/pg_config.h"
+}
+if openssl_wanted && [ ! -f /usr/include/openssl/evp.h ]; then
+	missing+=("OpenSSL headers")
+	extra_pkgs+=(libssl-dev)
+fi
 
 # node-postgres for examples/node, from its package-lock.json.  Done as the
 # repository's owner would, whoever runs this; a failure is reported, and
@@ -139,6 +157,9 @@ apt-get install -y --no-install-recommends \
 still=()
 pgxs=$("$PG_CONFIG" --pgxs 2>/dev/null || true)
 { [ -n "$pgxs" ] && [ -f "$pgxs" ]; } || still+=("PGXS")
+server_inc=$("$PG_CONFIG" --includedir-server 2>/dev/null || true)
+[ -f "$server_inc/postgres.h" ] || still+=("server headers")
+if openssl_wanted && [ ! -f /usr/include/openssl/evp.h ]; then still+=("OpenSSL headers"); fi
 [ -x "$PGXS_TEST/isolation/pg_isolation_regress" ] || still+=("pg_isolation_regress")
 [ -x "$PG_BIN/postgres" ] || still+=("postgres")
 id -u postgres >/dev/null 2>&1 || still+=("OS user postgres")
