@@ -221,7 +221,7 @@ Datum
 queue_caller_search_path_sql(PG_FUNCTION_ARGS)
 {
 	if (caller_search_path == NULL ||
-		caller_search_path_lxid != MyProc->lxid)
+		caller_search_path_lxid != QueueMyLocalXid())
 		PG_RETURN_NULL();
 	PG_RETURN_TEXT_P(cstring_to_text(caller_search_path));
 }
@@ -243,7 +243,7 @@ queue_admin_call(PG_FUNCTION_ARGS)
 	 */
 	caller_search_path = MemoryContextStrdup(TopTransactionContext,
 											 namespace_search_path ? namespace_search_path : "");
-	caller_search_path_lxid = MyProc->lxid;
+	caller_search_path_lxid = QueueMyLocalXid();
 	queue_enter(&call);
 	SPI_connect();
 	if (ac == NULL)
