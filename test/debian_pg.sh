@@ -102,7 +102,7 @@ if [ ! -e "$ROOT/.installed-$MAJOR" ]; then
 	# Check-Valid-Until off: a mirror that is a dated snapshot serves sid's
 	# Release file past its expiry (seen here), and apt then refuses it.
 	chroot "$ROOT" sh -c "apt-get -o Acquire::Check-Valid-Until=false update && apt-get install -y --no-install-recommends \
-		postgresql-$MAJOR postgresql-server-dev-$MAJOR build-essential libipc-run-perl \
+		postgresql-$MAJOR postgresql-server-dev-$MAJOR libssl-dev build-essential libipc-run-perl \
 		python3-psycopg nodejs npm prometheus-postgres-exporter curl ca-certificates &&
 		update-ca-certificates && npm config set cafile /etc/ssl/certs/ca-certificates.crt" \
 		</dev/null >"$LOGDIR/chroot-install-$MAJOR.log" 2>&1 ||
