@@ -472,7 +472,7 @@ queue_failed_leased(QueueMeta *q, int n, const int64 *ids, const int32 *receive_
 	{
 		FailedKey	key;
 		FailedEntry *e;
-		int64		delay = retry_delay_of(q, receive_counts[i], vt);
+		int64		delay;
 
 		pending[i] = 0;
 		not_before[i] = 0;
@@ -503,6 +503,8 @@ queue_failed_leased(QueueMeta *q, int n, const int64 *ids, const int32 *receive_
 					continue;
 			}
 		}
+		/* the delay of the count the message shows once it is written */
+		delay = retry_delay_of(q, receive_counts[i] + e->n - e->h_folded, vt);
 		if (TransactionIdIsValid(e->holder))
 		{
 			/* This transaction received it before: one receive more. */

@@ -6,8 +6,12 @@
  * A receive leases up to max_messages visible messages: one UPDATE that
  * takes them with FOR UPDATE SKIP LOCKED (each visible message goes to
  * exactly one caller), pushes their visible_at to the end of the lease,
- * counts the receive and stamps a new receipt nonce.  Rolled back, it
- * leaves the messages as they were: visible at once.
+ * counts the receive and stamps a new receipt nonce.  Before it returns
+ * them, failed.c registers the leases, so that a rollback still counts
+ * them, and says which leased messages have receives that rolled back and
+ * are not in their rows yet: those are written now, and a message whose
+ * count so reaches max_receive_count, or whose retry delay has not passed,
+ * is given up rather than delivered (settle_rolled_back).
  *
  *-------------------------------------------------------------------------
  */
