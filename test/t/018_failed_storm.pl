@@ -1,7 +1,7 @@
 # Rolled-back receives under concurrency (failed.c's invariant): six
 # clients receive in transactions that all roll back, 1,000 times each.
 #  - max_receive_count 3: no message is delivered more than 3 times in all,
-#    and none is lost;
+#    and none is lost; the same on a FIFO queue;
 #  - the same storm while one session receives and commits leases of
 #    120 s: none of its leased messages leaves the queue during its lease
 #    (its receipts still delete them);
@@ -43,12 +43,12 @@ sql("CREATE UNLOGGED TABLE delivered (q text, message_id bigint, at timestamptz 
 
 sub storm_script
 {
-	my ($queue) = @_;
+	my ($queue, $batch) = @_;
 	my $file = "$dir/storm_$queue.sql";
 	open my $fh, '>', $file or die "could not write $file: $!";
 	print $fh qq{
 BEGIN;
-SELECT coalesce(array_agg(message_id)::text, '{}') AS ids FROM queue.receive('$queue', 2) \\gset
+SELECT coalesce(array_agg(message_id)::text, '{}') AS ids FROM queue.receive('$queue', $batch) \\gset
 ROLLBACK;
 INSERT INTO delivered (q, message_id) SELECT '$queue', unnest(:ids::bigint[]);
 };
@@ -59,11 +59,11 @@ INSERT INTO delivered (q, message_id) SELECT '$queue', unnest(:ids::bigint[]);
 # Six clients, 1,000 rolled-back receives each.
 sub start_storm
 {
-	my ($queue, $out) = @_;
+	my ($queue, $out, $batch) = @_;
 	return IPC::Run::start(
 		[
 			'pgbench', '-n', '-M', 'prepared', '-c', 6, '-j', 2, '-t', 1000,
-			'-f', storm_script($queue), $node->connstr('postgres')
+			'-f', storm_script($queue, $batch // 2), $node->connstr('postgres')
 		],
 		'>', $out, '2>', $out);
 }
@@ -107,6 +107,25 @@ is(sql("SELECT (SELECT count(*) FROM queue.peek('gq', 1000)) + (SELECT count(*) 
 ok( $node->poll_query_until('postgres',
 		"SELECT count(*) = 300 FROM queue.peek('g_dlq', 1000)"),
 	'all of them reach the dead-letter queue');
+
+# --- The same on a FIFO queue: 300 messages in 30 groups, batches of 3 -------
+
+sql("SELECT queue.create('gf_dlq.fifo', fifo => true)");
+sql("SELECT queue.create('gf.fifo', fifo => true, dead_letter_queue => 'gf_dlq.fifo', max_receive_count => 3)");
+sql(
+	"SELECT count(*) FROM queue.send_batch('gf.fifo', ARRAY(SELECT 'b' || i FROM generate_series(1, 300) i), message_group_ids => ARRAY(SELECT 'g' || i % 30 FROM generate_series(1, 300) i), deduplication_ids => ARRAY(SELECT 'd' || i FROM generate_series(1, 300) i))"
+);
+$out = '';
+$h = start_storm('gf.fifo', \$out, 3);
+finish_storm($h, \$out, 'FIFO');
+is( sql(
+		"SELECT count(*) FILTER (WHERE c > 3) FROM (SELECT count(*) AS c FROM delivered WHERE q = 'gf.fifo' GROUP BY message_id) d"
+	),
+	'0',
+	'FIFO: no message is delivered more than max_receive_count (3) times');
+ok( $node->poll_query_until('postgres',
+		"SELECT count(*) = 300 FROM queue.peek('gf_dlq.fifo', 1000)"),
+	'FIFO: all of them reach the dead-letter queue');
 
 # --- The storm meets a committed receiver's leases of 120 s -------------------
 
