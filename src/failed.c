@@ -9,43 +9,80 @@
  * that fails on a message (BEGIN; receive; error; ROLLBACK) would get it
  * back at once, with the same count, forever.  SQS counts every receive.
  *
- * So each backend notes what its receives leased (queue_note_received),
- * per subtransaction.  At commit the notes go.  When the (sub)transaction
- * that leased a message rolls back, its note goes to shared memory: one
- * entry per (database, queue, message) with the receives to add and the
- * time before which the message must not come back (now + retry_delay, or
- * a consumer's retry delay).  The entries are written into the message
- * rows later, in a transaction that commits on its own:
+ * So shared memory keeps, per (database, queue, message), an entry:
  *
- *  - by the database's queue worker, which the rollback wakes (its latch);
- *  - by the next receive of the queue, first thing, so a message received
- *    right after the rollback already shows the count and obeys the delay.
+ *	n			receives that rolled back and are not in the committed row;
+ *	not_before	the message is not delivered before this (the latest
+ *				rollback's time plus retry_delay, or a consumer's delay);
+ *	holder		the (sub)transaction that holds the row now, having written
+ *				it: a receive (h_adds 1: its receive counts if it rolls
+ *				back, with its delay h_delay) or a writer of the count
+ *				(h_adds 0); of n, h_folded receives are in the row it wrote,
+ *				so they are done if it commits.
  *
- * Both go through queue_failed_apply.  It claims entries (no two backends
- * write one entry), updates the rows it can lock without waiting (SKIP
- * LOCKED: a row someone holds is retried later), and the claims end with
- * the applying transaction: at its commit the entries go, at its rollback
- * they are free again.  A message that reached max_receive_count moves to
- * the dead-letter queue there and then.
+ * A receive registers each message it leased, in the same statement as the
+ * lease, before it returns it (queue_failed_leased): the entry exists
+ * while the row's lock does.  That matters because PostgreSQL ends a
+ * transaction's row locks (it leaves the proc array) before it runs the
+ * abort callbacks: an entry made only there would come too late for a
+ * receive that locks the row in between.  When the holder ends, its own
+ * callback settles the entry: committed, n -= h_folded; rolled back,
+ * n += h_adds and not_before moves on.  Anyone who meets an entry whose
+ * holder is no longer running (the callback has not run yet) settles it
+ * the same way from the commit log first.  So the outcome never depends
+ * on who gets there first.
  *
- * A prepared transaction's notes wait under its GID: ROLLBACK PREPARED
- * turns them into entries, COMMIT PREPARED drops them.  Shared memory does
- * not survive a restart: a crash (or a restart) forgets the counts not yet
- * written, never a message (DESIGN.md allows it).  Without preload there
- * is no shared memory and a rollback counts nothing, as before.
+ * A receive that finds an entry for a message it just leased folds the
+ * entry's n into the row (the row then shows every receive) and delivers
+ * it only when that count is still below max_receive_count and not_before
+ * has passed; otherwise it gives the message up in the same statement
+ * (queue_failed_withdrawn): back at not_before, or to the dead-letter
+ * queue when the count is used up.  Rows with no entry cost one pass over
+ * the leased ids under the lock, and one more at the transaction's end.
+ * The database's queue worker writes the entries nobody receives
+ * (queue_failed_apply_all), in transactions that commit on their own:
+ * messages whose every receiver rolls back get their count and move to
+ * the dead-letter queue there.  A receive never writes entries of messages
+ * it did not lease: a receiver that rolls back undoes what it wrote, which
+ * is harmless here (its entries say so) but would keep nothing settled.
+ *
+ * The invariant: a message is never delivered while its committed
+ * receive_count plus the n of its entry (rolled-back receives not written
+ * by a committed transaction; a holder's h_folded counts until it commits)
+ * reaches max_receive_count, nor before its not_before; and it is moved to
+ * the dead-letter queue only by a transaction that holds its row while no
+ * committed lease is running (visible_at has passed).  It holds because
+ * (1) a delivery needs the row's lock, and whoever has the lock registers
+ * itself as the holder before the lock can end, so every rolled-back
+ * receive is in n by the time the next locker reads the entry (settled by
+ * its callback or by the reader); (2) n leaves only when a holder that
+ * wrote it into the row commits, and then the row carries it; (3) the
+ * reader decides after its own lease, with the row's latest committed
+ * count in hand.  Not covered: a full table (queue.max_failed_receives;
+ * a receive that finds no room is not registered, and its rollback is not
+ * counted: logged once), a crash or restart (shared memory is lost: a
+ * count may be lost, never a message, as DESIGN.md allows), and no
+ * preload (no shared memory: a rollback counts nothing, as before).
+ * Nested subtransactions receiving one message twice may count a receive
+ * too many, never too few.
+ *
+ * A prepared transaction stays the holder of its entries; COMMIT or
+ * ROLLBACK PREPARED settles them from the commit log
+ * (queue_failed_finish_prepared), as any reader would.
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/transam.h"
 #include "access/xact.h"
 #include "catalog/pg_type.h"
-#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
 #include "storage/lwlock.h"
 #include "storage/proc.h"
+#include "storage/procarray.h"
 #include "storage/shmem.h"
 #include "utils/builtins.h"
 #include "utils/hsearch.h"
@@ -63,18 +100,21 @@ int			queue_max_failed_receives = 10000;
 /* At most this many entries of one queue are written by one statement. */
 #define APPLY_BATCH		1000
 
+/* The worker tries again this soon when rows it wanted were held. */
+#define WORKER_RETRY	(100 * 1000)	/* microseconds */
+
 /*
  * The worker leaves an entry this long to the queue's receives, which
- * write it first thing: a consumer retrying at once finds its count
- * there, and a receive seldom meets the worker at a row.  (They may meet:
- * then each skips what the other holds, and no count is lost or doubled.)
+ * write it when they lease the message: a consumer retrying at once finds
+ * its row free, and a receive seldom meets the worker at a row.  (They may
+ * meet: then each skips what the other holds, and no count is lost or
+ * doubled.)
  */
 #define WORKER_GRACE	(100 * 1000)	/* microseconds */
 
 typedef struct FailedKey
 {
 	Oid			dbid;
-	uint32		gid_hash;		/* 0, or the prepared transaction's GID's */
 	int64		queue_id;
 	int64		message_id;
 } FailedKey;
@@ -82,15 +122,16 @@ typedef struct FailedKey
 typedef struct FailedEntry
 {
 	FailedKey	key;			/* hash key */
-	int32		n;				/* receives to add */
-	int64		delay;			/* for a prepared one: delay at its rollback */
-	TimestampTz not_before;		/* visible no sooner than this */
+	int32		n;				/* rolled-back receives not in the row */
+	TimestampTz not_before;		/* not delivered before this */
 	TimestampTz noted_at;		/* its latest rollback */
-	int			claimer;		/* pid writing it now, or 0 */
-	bool		by_worker;		/* ... the database's queue worker */
+	TransactionId holder;		/* holds the row and wrote it, or invalid */
+	int32		h_adds;			/* its receives: count if it rolls back */
+	int32		h_folded;		/* of n, in the row it wrote */
+	int64		h_delay;		/* retry delay of its receives */
 } FailedEntry;
 
-/* How many entries a queue has, so a receive can ask cheaply. */
+/* How many entries with n > 0 a queue has, so the worker can ask cheaply. */
 typedef struct FailedQueueKey
 {
 	Oid			dbid;
@@ -100,13 +141,13 @@ typedef struct FailedQueueKey
 typedef struct FailedQueue
 {
 	FailedQueueKey key;			/* hash key */
-	int32		nentries;		/* not under a GID */
+	int32		nentries;
 } FailedQueue;
 
 typedef struct FailedShared
 {
 	LWLock	   *lock;
-	pg_atomic_uint32 nentries;	/* all entries not under a GID */
+	pg_atomic_uint32 nentries;	/* entries with n > 0 */
 	bool		full_logged;
 } FailedShared;
 
@@ -118,52 +159,46 @@ static shmem_request_hook_type prev_shmem_request_hook = NULL;
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 /* ------------------------------------------------------------------------
- * What this backend's open transaction received and claimed
+ * The entries this backend's open transaction holds
  * ------------------------------------------------------------------------
  */
-typedef struct Noted
-{
-	int64		queue_id;
-	int64		message_id;
-	int64		delay;			/* until it may come back, if rolled back */
-	SubTransactionId subid;
-} Noted;
-
-/*
- * An entry this transaction writes.  Only rows the claimer holds are
- * claimed (or rows that are gone), so every claim is written: at commit
- * the entry goes, at a rollback it is free again.
- */
-typedef struct Claimed
+typedef struct Held
 {
 	FailedKey	key;
-	int32		n;				/* the receives written: a rollback meanwhile adds more */
+	TransactionId xid;			/* the holder it registered */
 	SubTransactionId subid;
-} Claimed;
+} Held;
 
-static Noted *noted = NULL;
-static int	nnoted = 0;
-static int	maxnoted = 0;
-static Claimed *claimed = NULL;
-static int	nclaimed = 0;
-static int	maxclaimed = 0;
+static Held *held = NULL;
+static int	nheld = 0;
+static int	maxheld = 0;
 
 static QueueRetry retry_policy = QUEUE_RETRY_QUEUE;
-static bool applying_as_worker = false;	/* in queue_failed_apply_all */
-static TimestampTz worker_next_due = 0; /* ... when a young entry ages */
-static char prepare_gid[GIDSIZE];
+static TimestampTz worker_next_due = 0; /* when the worker tries again */
 
-static void *
-grow(void *arr, int *max, Size elem)
+static void
+due_at(TimestampTz t)
 {
-	int			newmax = *max == 0 ? 64 : *max * 2;
+	if (worker_next_due == 0 || t < worker_next_due)
+		worker_next_due = t;
+}
 
-	if (arr == NULL)
-		arr = MemoryContextAlloc(TopMemoryContext, newmax * elem);
-	else
-		arr = repalloc(arr, newmax * elem);
-	*max = newmax;
-	return arr;
+static void
+hold(const FailedKey *key, TransactionId xid)
+{
+	if (nheld == maxheld)
+	{
+		int			newmax = maxheld == 0 ? 64 : maxheld * 2;
+
+		held = held == NULL ?
+			MemoryContextAlloc(TopMemoryContext, newmax * sizeof(Held)) :
+			repalloc(held, newmax * sizeof(Held));
+		maxheld = newmax;
+	}
+	held[nheld].key = *key;
+	held[nheld].xid = xid;
+	held[nheld].subid = GetCurrentSubTransactionId();
+	nheld++;
 }
 
 /* How long a message received with receive_count rc waits after a rollback. */
@@ -188,32 +223,6 @@ retry_delay_of(QueueMeta *q, int32 rc, int64 vt)
 }
 
 /*
- * The receive path reports the messages it leased in the current
- * (sub)transaction, with their receive counts after this receive and the
- * lease's visibility timeout.
- */
-void
-queue_note_received(QueueMeta *q, int n, const int64 *ids,
-					const int32 *receive_counts, int64 vt)
-{
-	SubTransactionId subid;
-
-	if (failed_shared == NULL || n == 0)
-		return;
-	subid = GetCurrentSubTransactionId();
-	for (int i = 0; i < n; i++)
-	{
-		if (nnoted == maxnoted)
-			noted = grow(noted, &maxnoted, sizeof(Noted));
-		noted[nnoted].queue_id = q->id;
-		noted[nnoted].message_id = ids[i];
-		noted[nnoted].delay = retry_delay_of(q, receive_counts[i], vt);
-		noted[nnoted].subid = subid;
-		nnoted++;
-	}
-}
-
-/*
  * A consumer chooses when the messages of a batch that fails come back
  * (DESIGN.md "Consumers": exponential or fixed).  Backend-local.
  */
@@ -226,6 +235,13 @@ queue_set_retry(QueueRetry how)
 /* ------------------------------------------------------------------------
  * Shared memory
  * ------------------------------------------------------------------------
+ */
+
+/*
+ * Both tables are made whole at start and never grow (HASH_FIXED_SIZE):
+ * a full table refuses an entry rather than take the shared memory the
+ * lock table grows into.  A queue is counted only while it has an entry,
+ * so the queue table, as large as the entry table, is never the one full.
  */
 static Size
 failed_size(void)
@@ -267,12 +283,12 @@ failed_shmem_startup(void)
 	ctl.entrysize = sizeof(FailedEntry);
 	failed_entries = ShmemInitHash("queue failed receive entries",
 								   queue_max_failed_receives, queue_max_failed_receives,
-								   &ctl, HASH_ELEM | HASH_BLOBS);
+								   &ctl, HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 	ctl.keysize = sizeof(FailedQueueKey);
 	ctl.entrysize = sizeof(FailedQueue);
 	failed_queues = ShmemInitHash("queue failed receive queues",
 								  queue_max_failed_receives, queue_max_failed_receives,
-								  &ctl, HASH_ELEM | HASH_BLOBS);
+								  &ctl, HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -284,8 +300,6 @@ count_entry(const FailedKey *key, int delta)
 	FailedQueue *fq;
 	bool		found;
 
-	if (key->gid_hash != 0)
-		return;
 	memset(&qk, 0, sizeof(qk));
 	qk.dbid = key->dbid;
 	qk.queue_id = key->queue_id;
@@ -303,12 +317,18 @@ count_entry(const FailedKey *key, int delta)
 		hash_search(failed_queues, &qk, HASH_REMOVE, NULL);
 }
 
-/*
- * Add n receives of a message to its entry (lock held exclusive).  Runs in
- * abort callbacks: no error may escape, so a full table only logs.
- */
 static void
-add_entry(const FailedKey *key, int32 n, int64 delay, TimestampTz not_before)
+make_key(FailedKey *key, Oid dbid, int64 queue_id, int64 message_id)
+{
+	memset(key, 0, sizeof(*key));
+	key->dbid = dbid;
+	key->queue_id = queue_id;
+	key->message_id = message_id;
+}
+
+/* The entry of key, made empty if new; NULL when the table is full. */
+static FailedEntry *
+enter_entry(const FailedKey *key)
 {
 	FailedEntry *e;
 	bool		found;
@@ -319,52 +339,95 @@ add_entry(const FailedKey *key, int32 n, int64 delay, TimestampTz not_before)
 		if (!failed_shared->full_logged)
 		{
 			failed_shared->full_logged = true;
-			elog(LOG, "queue: %d rolled-back receives wait to be counted, the most "
-				 "queue.max_failed_receives allows; further ones are not counted",
+			elog(LOG, "queue: %d messages have receives waiting to be counted, the most "
+				 "queue.max_failed_receives allows; rollbacks of further ones are not counted",
 				 queue_max_failed_receives);
 		}
-		return;
+		return NULL;
 	}
 	if (!found)
 	{
 		e->n = 0;
-		e->delay = delay;
-		e->not_before = not_before;
-		e->claimer = 0;
-		e->by_worker = false;
-		count_entry(key, 1);
+		e->not_before = 0;
+		e->noted_at = 0;
+		e->holder = InvalidTransactionId;
+		e->h_adds = 0;
+		e->h_folded = 0;
+		e->h_delay = 0;
 	}
-	e->n += n;
-	e->noted_at = GetCurrentTimestamp();
-	e->delay = Max(e->delay, delay);
-	e->not_before = Max(e->not_before, not_before);
+	return e;
 }
 
+/* Set an entry's n, keeping the counts of entries with n > 0. */
 static void
-remove_entry(FailedEntry *e)
+set_n(FailedEntry *e, int32 n)
 {
-	FailedKey	key = e->key;
+	bool		was = e->n > 0;
 
+	e->n = Max(n, 0);
+	if (was != (e->n > 0))
+		count_entry(&e->key, e->n > 0 ? 1 : -1);
+}
+
+/* Drop an entry that says nothing any more; true if it went. */
+static bool
+drop_if_empty(FailedEntry *e)
+{
+	FailedKey	key;
+
+	if (e->n > 0 || TransactionIdIsValid(e->holder))
+		return false;
+	key = e->key;
 	hash_search(failed_entries, &key, HASH_REMOVE, NULL);
-	count_entry(&key, -1);
+	return true;
 }
 
-static void
-make_key(FailedKey *key, Oid dbid, uint32 gid_hash, int64 queue_id, int64 message_id)
+/*
+ * The holder of an entry ended (lock held exclusive): committed, the row
+ * has what it folded; rolled back, its receives count from now.  Returns
+ * false if the entry went.
+ */
+static bool
+settle(FailedEntry *e, bool committed, TimestampTz now)
 {
-	memset(key, 0, sizeof(*key));
-	key->dbid = dbid;
-	key->gid_hash = gid_hash;
-	key->queue_id = queue_id;
-	key->message_id = message_id;
+	int32		n = e->n;
+
+	if (committed)
+		n -= e->h_folded;
+	else if (e->h_adds > 0)
+	{
+		n += e->h_adds;
+		e->not_before = Max(e->not_before, now + e->h_delay);
+		e->noted_at = now;
+	}
+	e->holder = InvalidTransactionId;
+	e->h_adds = 0;
+	e->h_folded = 0;
+	e->h_delay = 0;
+	set_n(e, n);
+	return !drop_if_empty(e);
 }
 
-static uint32
-gid_hash_of(const char *gid)
+/*
+ * Settle an entry whose holder is another transaction that is no longer
+ * running (its callback has not run yet, or it was prepared), from the
+ * commit log.  Returns false if the entry went; *running tells whether
+ * the holder still runs (then nothing is done).
+ */
+static bool
+settle_if_ended(FailedEntry *e, TimestampTz now, bool *running)
 {
-	uint32		h = hash_bytes((const unsigned char *) gid, strlen(gid));
+	TransactionId xid = e->holder;
 
-	return h == 0 ? 1 : h;
+	*running = false;
+	if (!TransactionIdIsValid(xid))
+		return true;
+	if (TransactionIdIsCurrentTransactionId(xid) || TransactionIdIsInProgress(xid))
+	{
+		*running = true;
+		return true;
+	}
+	return settle(e, TransactionIdDidCommit(xid), now);
 }
 
 /* Tell the database's worker there is something to write (worker.c). */
@@ -382,92 +445,155 @@ wake_worker(void)
 }
 
 /* ------------------------------------------------------------------------
+ * The receive path
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * A receive leased n messages of q in the current (sub)transaction (their
+ * rows are locked by it; receive_counts are after this receive): register
+ * it as their holder.  For each, pending[i] gets the rolled-back receives
+ * not yet in the row, which the caller writes into it, and not_before[i]
+ * the time before which it must not be delivered.  Returns how many need
+ * that (pending > 0 or not_before after now); 0 leaves the arrays unset.
+ */
+int
+queue_failed_leased(QueueMeta *q, int n, const int64 *ids, const int32 *receive_counts,
+					int64 vt, TimestampTz now, int32 *pending, TimestampTz *not_before)
+{
+	TransactionId xid;
+	int			nfix = 0;
+
+	if (failed_shared == NULL || n == 0)
+		return 0;
+	xid = GetCurrentTransactionId();	/* had one for the lease already */
+	LWLockAcquire(failed_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < n; i++)
+	{
+		FailedKey	key;
+		FailedEntry *e;
+		int64		delay;
+
+		pending[i] = 0;
+		not_before[i] = 0;
+		make_key(&key, MyDatabaseId, q->id, ids[i]);
+		e = enter_entry(&key);
+		if (e == NULL)
+			continue;
+		if (TransactionIdIsValid(e->holder) &&
+			!TransactionIdIsCurrentTransactionId(e->holder))
+		{
+			bool		running;
+
+			/*
+			 * We hold the row, so its previous holder has ended, as a
+			 * rule; settle it.  (Were it running, its receive would count
+			 * from its own callback only if it stayed the holder; it gives
+			 * way, as it can hold the row no more.)
+			 */
+			if (!settle_if_ended(e, now, &running) || running)
+			{
+				if (running)
+				{
+					e->holder = InvalidTransactionId;
+					e->h_adds = e->h_folded = 0;
+				}
+				e = enter_entry(&key);
+				if (e == NULL)
+					continue;
+			}
+		}
+		/* the delay of the count the message shows once it is written */
+		delay = retry_delay_of(q, receive_counts[i] + e->n - e->h_folded, vt);
+		if (TransactionIdIsValid(e->holder))
+		{
+			/* This transaction received it before: one receive more. */
+			e->h_adds++;
+			e->h_delay = Max(e->h_delay, delay);
+		}
+		else
+		{
+			e->h_adds = 1;
+			e->h_folded = 0;
+			e->h_delay = delay;
+		}
+		e->holder = xid;
+		pending[i] = e->n - e->h_folded;
+		not_before[i] = e->not_before;
+		e->h_folded = e->n;
+		if (pending[i] > 0 || not_before[i] > now)
+			nfix++;
+		hold(&key, xid);
+	}
+	LWLockRelease(failed_shared->lock);
+	return nfix;
+}
+
+/*
+ * Of messages queue_failed_leased registered, these are not delivered
+ * after all (the receive gave them up): their receive is no receive.
+ */
+void
+queue_failed_withdrawn(QueueMeta *q, int n, const int64 *ids)
+{
+	TransactionId xid = GetCurrentTransactionIdIfAny();
+
+	if (failed_shared == NULL || n == 0)
+		return;
+	LWLockAcquire(failed_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < n; i++)
+	{
+		FailedKey	key;
+		FailedEntry *e;
+
+		make_key(&key, MyDatabaseId, q->id, ids[i]);
+		e = hash_search(failed_entries, &key, HASH_FIND, NULL);
+		if (e != NULL && e->holder == xid && e->h_adds > 0)
+			e->h_adds--;
+	}
+	LWLockRelease(failed_shared->lock);
+}
+
+/* ------------------------------------------------------------------------
  * Transaction ends
  * ------------------------------------------------------------------------
  */
 
 /*
- * Notes of the ending (sub)transaction (subid, or all for 0) become
- * entries, under gid_hash for a PREPARE; returns how many.
+ * The entries held by the ending (sub)transaction (subid, or all for
+ * InvalidSubTransactionId) are settled.  Returns whether a rollback left
+ * receives to write.
  */
-static int
-notes_to_entries(SubTransactionId subid, uint32 gid_hash)
+static bool
+end_held(SubTransactionId subid, bool committed)
 {
-	TimestampTz now = GetCurrentTimestamp();
+	TimestampTz now;
 	int			kept = 0;
-	int			moved = 0;
+	bool		left = false;
 
-	if (nnoted == 0)
-		return 0;
+	if (nheld == 0)
+		return false;
+	now = GetCurrentTimestamp();
 	LWLockAcquire(failed_shared->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < nnoted; i++)
+	for (int i = 0; i < nheld; i++)
 	{
-		Noted	   *nt = &noted[i];
-
-		if (subid != InvalidSubTransactionId && nt->subid != subid)
-		{
-			noted[kept++] = *nt;
-			continue;
-		}
-		{
-			FailedKey	key;
-
-			make_key(&key, MyDatabaseId, gid_hash, nt->queue_id, nt->message_id);
-			add_entry(&key, 1, nt->delay, now + nt->delay);
-			moved++;
-		}
-	}
-	LWLockRelease(failed_shared->lock);
-	nnoted = kept;
-	return moved;
-}
-
-/*
- * Claims of the ending (sub)transaction (subid, or all for 0): at commit
- * they go, or move under gid_hash (prepare); at a rollback they are free
- * again.
- */
-static void
-end_claims(SubTransactionId subid, bool committed, uint32 gid_hash)
-{
-	int			kept = 0;
-
-	if (nclaimed == 0)
-		return;
-	LWLockAcquire(failed_shared->lock, LW_EXCLUSIVE);
-	for (int i = 0; i < nclaimed; i++)
-	{
-		Claimed    *c = &claimed[i];
+		Held	   *h = &held[i];
 		FailedEntry *e;
 
-		if (subid != InvalidSubTransactionId && c->subid != subid)
+		if (subid != InvalidSubTransactionId && h->subid != subid)
 		{
-			claimed[kept++] = *c;
+			held[kept++] = *h;
 			continue;
 		}
-		e = hash_search(failed_entries, &c->key, HASH_FIND, NULL);
-		if (e == NULL || e->claimer != MyProcPid)
-			continue;
-		e->claimer = 0;
-		if (committed)
-		{
-			FailedKey	key = e->key;
-			int64		delay = e->delay;
-
-			/* What rolled back since the claim stays for a later write. */
-			e->n -= c->n;
-			if (e->n <= 0)
-				remove_entry(e);
-			if (gid_hash != 0)
-			{
-				/* written by a prepared transaction: back if it rolls back */
-				key.gid_hash = gid_hash;
-				add_entry(&key, c->n, delay, 0);
-			}
-		}
+		e = hash_search(failed_entries, &h->key, HASH_FIND, NULL);
+		if (e == NULL || e->holder != h->xid)
+			continue;			/* settled by someone else already */
+		if (settle(e, committed, now) && e->n > 0 && !committed)
+			left = true;
 	}
 	LWLockRelease(failed_shared->lock);
-	nclaimed = kept;
+	nheld = kept;
+	return left;
 }
 
 static void
@@ -477,23 +603,16 @@ failed_xact_callback(XactEvent event, void *arg)
 	{
 		case XACT_EVENT_COMMIT:
 		case XACT_EVENT_PARALLEL_COMMIT:
-			nnoted = 0;
-			end_claims(InvalidSubTransactionId, true, 0);
+			(void) end_held(InvalidSubTransactionId, true);
 			break;
 		case XACT_EVENT_ABORT:
 		case XACT_EVENT_PARALLEL_ABORT:
-			end_claims(InvalidSubTransactionId, false, 0);
-			if (notes_to_entries(InvalidSubTransactionId, 0) > 0)
+			if (end_held(InvalidSubTransactionId, false))
 				wake_worker();
 			break;
 		case XACT_EVENT_PREPARE:
-			{
-				uint32		h = gid_hash_of(prepare_gid);
-
-				end_claims(InvalidSubTransactionId, true, h);
-				(void) notes_to_entries(InvalidSubTransactionId, h);
-				prepare_gid[0] = '\0';
-			}
+			/* The prepared transaction stays the holder of its entries. */
+			nheld = 0;
 			break;
 		default:
 			break;
@@ -508,16 +627,12 @@ failed_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	switch (event)
 	{
 		case SUBXACT_EVENT_COMMIT_SUB:
-			for (int i = 0; i < nnoted; i++)
-				if (noted[i].subid == mySubid)
-					noted[i].subid = parentSubid;
-			for (int i = 0; i < nclaimed; i++)
-				if (claimed[i].subid == mySubid)
-					claimed[i].subid = parentSubid;
+			for (int i = 0; i < nheld; i++)
+				if (held[i].subid == mySubid)
+					held[i].subid = parentSubid;
 			break;
 		case SUBXACT_EVENT_ABORT_SUB:
-			end_claims(mySubid, false, 0);
-			if (notes_to_entries(mySubid, 0) > 0)
+			if (end_held(mySubid, false))
 				wake_worker();
 			break;
 		default:
@@ -525,69 +640,44 @@ failed_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	}
 }
 
-/* PREPARE TRANSACTION names its GID before the prepare (worker.c's hook). */
+/* Kept for worker.c's hook; a prepared transaction is known by its xid. */
 void
 queue_failed_prepare_gid(const char *gid)
 {
-	strlcpy(prepare_gid, gid, GIDSIZE);
 }
 
 /*
- * COMMIT PREPARED drops what the transaction noted; ROLLBACK PREPARED makes
- * it count, from now.
+ * COMMIT or ROLLBACK PREPARED finished: settle the entries of holders that
+ * ended (this database's), which the prepared transaction's among them.
  */
 void
 queue_failed_finish_prepared(const char *gid, bool commit)
 {
-	uint32		h;
 	HASH_SEQ_STATUS status;
 	FailedEntry *e;
 	TimestampTz now = GetCurrentTimestamp();
-	int			activated = 0;
-	FailedEntry *found = NULL;
-	int			nfound = 0;
-	int			maxfound = 0;
+	bool		left = false;
 
 	if (failed_shared == NULL)
 		return;
-	h = gid_hash_of(gid);
 	LWLockAcquire(failed_shared->lock, LW_EXCLUSIVE);
-
-	/* Collect first: a scan must not insert (dynahash). */
 	hash_seq_init(&status, failed_entries);
 	while ((e = hash_seq_search(&status)) != NULL)
 	{
-		if (e->key.dbid != MyDatabaseId || e->key.gid_hash != h)
-			continue;
-		if (nfound == maxfound)
-		{
-			maxfound = maxfound == 0 ? 16 : maxfound * 2;
-			found = found == NULL ? palloc(maxfound * sizeof(FailedEntry)) :
-				repalloc(found, maxfound * sizeof(FailedEntry));
-		}
-		found[nfound++] = *e;
-	}
-	for (int i = 0; i < nfound; i++)
-	{
-		FailedKey	key = found[i].key;
+		bool		running;
 
-		e = hash_search(failed_entries, &key, HASH_FIND, NULL);
-		if (e != NULL)
-			remove_entry(e);
-		if (!commit)
-		{
-			key.gid_hash = 0;
-			add_entry(&key, found[i].n, found[i].delay, now + found[i].delay);
-			activated++;
-		}
+		if (e->key.dbid != MyDatabaseId || !TransactionIdIsValid(e->holder))
+			continue;
+		if (settle_if_ended(e, now, &running) && !running && e->n > 0)
+			left = true;
 	}
 	LWLockRelease(failed_shared->lock);
-	if (activated > 0)
+	if (left && !commit)
 		wake_worker();
 }
 
 /* ------------------------------------------------------------------------
- * Writing entries into the message rows
+ * The worker writes entries nobody receives into the message rows
  * ------------------------------------------------------------------------
  */
 
@@ -610,70 +700,68 @@ has_entries(int64 queue_id)
 }
 
 /*
- * The entries of q to write: up to APPLY_BATCH free ones (ids), and those
- * the worker is writing now (busy).  Returns how many free ones.
+ * Up to APPLY_BATCH entries of q to write (n > 0, no running holder; those
+ * whose holder ended are settled first).  Entries younger than
+ * WORKER_GRACE are left for now (worker_next_due says when they age).
+ * Entries held by a running transaction are settled when it ends.
+ * Returns how many.
  */
 static int
-list_entries(int64 queue_id, int64 *ids, int64 *busy, int *nbusy)
+list_entries(int64 queue_id, int64 *ids)
 {
 	HASH_SEQ_STATUS status;
 	FailedEntry *e;
 	int			n = 0;
-	TimestampTz young = GetCurrentTimestamp() - WORKER_GRACE;
+	TimestampTz now = GetCurrentTimestamp();
 
-	*nbusy = 0;
-	LWLockAcquire(failed_shared->lock, LW_SHARED);
+	LWLockAcquire(failed_shared->lock, LW_EXCLUSIVE);
 	hash_seq_init(&status, failed_entries);
 	while ((e = hash_seq_search(&status)) != NULL)
 	{
-		if (e->key.dbid != MyDatabaseId || e->key.queue_id != queue_id ||
-			e->key.gid_hash != 0)
-			continue;
-		if (e->claimer == 0 && applying_as_worker && e->noted_at > young)
-		{
-			TimestampTz due = e->noted_at + WORKER_GRACE;
+		bool		running;
 
-			if (worker_next_due == 0 || due < worker_next_due)
-				worker_next_due = due;
-		}
-		else if (e->claimer == 0 && n < APPLY_BATCH)
+		if (e->key.dbid != MyDatabaseId || e->key.queue_id != queue_id)
+			continue;
+		if (!settle_if_ended(e, now, &running) || running)
+			continue;
+		if (e->n > 0 && e->noted_at > now - WORKER_GRACE)
+			due_at(e->noted_at + WORKER_GRACE);
+		else if (e->n > 0 && n < APPLY_BATCH)
 			ids[n++] = e->key.message_id;
-		else if (e->claimer != 0 && e->by_worker && *nbusy < APPLY_BATCH)
-			busy[(*nbusy)++] = e->key.message_id;
 	}
 	LWLockRelease(failed_shared->lock);
 	return n;
 }
 
 /*
- * Claim the entries of the given messages (whose rows the caller locked)
- * that are still there and free; their receives and delays go to ns and
- * not_befores, ids keeps the claimed ones.  Returns how many.
+ * Become the holder of the entries of the given messages (whose rows the
+ * caller locked, or which are gone) that have receives to write and no
+ * holder; their receives and delays go to ns and not_befores, ids keeps
+ * those taken.  Returns how many.
  */
 static int
-claim_entries(int64 queue_id, int64 *ids, int nids, int32 *ns, Datum *not_befores)
+take_entries(int64 queue_id, int64 *ids, int nids, int32 *ns, Datum *not_befores)
 {
 	int			n = 0;
-	SubTransactionId subid = GetCurrentSubTransactionId();
+	TransactionId xid = GetCurrentTransactionId();
+	TimestampTz now = GetCurrentTimestamp();
 
 	LWLockAcquire(failed_shared->lock, LW_EXCLUSIVE);
 	for (int i = 0; i < nids; i++)
 	{
 		FailedKey	key;
 		FailedEntry *e;
+		bool		running;
 
-		make_key(&key, MyDatabaseId, 0, queue_id, ids[i]);
+		make_key(&key, MyDatabaseId, queue_id, ids[i]);
 		e = hash_search(failed_entries, &key, HASH_FIND, NULL);
-		if (e == NULL || e->claimer != 0)
-			continue;			/* written meanwhile */
-		if (nclaimed == maxclaimed)
-			claimed = grow(claimed, &maxclaimed, sizeof(Claimed));
-		e->claimer = MyProcPid;
-		e->by_worker = applying_as_worker;
-		claimed[nclaimed].key = e->key;
-		claimed[nclaimed].n = e->n;
-		claimed[nclaimed].subid = subid;
-		nclaimed++;
+		if (e == NULL || !settle_if_ended(e, now, &running) || running || e->n <= 0)
+			continue;			/* written meanwhile, or someone has it */
+		e->holder = xid;
+		e->h_adds = 0;
+		e->h_folded = e->n;
+		e->h_delay = 0;
+		hold(&key, xid);
 		ids[n] = ids[i];
 		ns[n] = e->n;
 		not_befores[n] = TimestampTzGetDatum(e->not_before);
@@ -704,17 +792,17 @@ int64_col(uint64 r, int col)
 }
 
 /*
- * Entries of messages that are gone (deleted, expired, moved) are claimed:
+ * Entries of messages that are gone (deleted, expired, moved) are taken:
  * they go when the worker's transaction commits.
  */
 static void
 drop_gone(QueueMeta *q, int n, const int64 *ids)
 {
-	bool	   *exists = palloc0(n * sizeof(bool));
-	int64	   *gone = palloc(n * sizeof(int64));
+	bool	   *exists = palloc0(Max(n, 1) * sizeof(bool));
+	int64	   *gone = palloc(Max(n, 1) * sizeof(int64));
 	int			ngone = 0;
-	int32	   *ns = palloc(n * sizeof(int32));
-	Datum	   *nb = palloc(n * sizeof(Datum));
+	int32	   *ns = palloc(Max(n, 1) * sizeof(int32));
+	Datum	   *nb = palloc(Max(n, 1) * sizeof(Datum));
 	uint64		rows = run_over_ids(q, QP_FAILED_EXISTING, n, ids);
 
 	for (uint64 r = 0; r < rows; r++)
@@ -728,28 +816,21 @@ drop_gone(QueueMeta *q, int n, const int64 *ids)
 	for (int i = 0; i < n; i++)
 		if (!exists[i])
 			gone[ngone++] = ids[i];
-	(void) claim_entries(q->id, gone, ngone, ns, nb);
+	(void) take_entries(q->id, gone, ngone, ns, nb);
 }
 
 /*
- * Write the rolled-back receives of q into its messages, in the current
- * transaction (SPI connected, as the tables' owner).  Returns how many
- * messages were written.
- *
- * Rows are locked before their entries are claimed, so a claimed entry's
- * row is always held by its claimer: a receive that finds a message's
- * entry free and its row held skips the message (SKIP LOCKED), as it
- * would any message someone holds, and never delivers it with a count
- * not yet written.  Rows someone holds are left for a later try.  When the
- * worker is writing some of q's entries, a receive waits for it (a short
- * transaction of its own) and then sees their counts.
+ * Write the rolled-back receives of q into its messages, in the worker's
+ * transaction (SPI connected).  Rows someone holds are skipped (SKIP
+ * LOCKED) and tried on a later pass.  A message whose count is used up
+ * moves to the dead-letter queue, unless a lease or a retry delay keeps it
+ * invisible: then the receive that meets it, or the dead-letter sweep
+ * when that ends, moves it.  Returns how many messages were written.
  */
-int
-queue_failed_apply(QueueMeta *q)
+static int
+apply_queue(QueueMeta *q)
 {
 	int64	   *ids;
-	int64	   *busy;
-	int			nbusy;
 	int32	   *ns;
 	Datum	   *not_befores;
 	int			ncand;
@@ -765,22 +846,16 @@ queue_failed_apply(QueueMeta *q)
 	Datum	   *groups;
 	int			ngroups = 0;
 	int64		received = 0;
+	TimestampTz now;
 
 	if (!has_entries(q->id))
 		return 0;
 	ids = palloc(APPLY_BATCH * sizeof(int64));
-	busy = palloc(APPLY_BATCH * sizeof(int64));
-	ncand = list_entries(q->id, ids, busy, &nbusy);
-	if (nbusy > 0 && !applying_as_worker)
-	{
-		(void) run_over_ids(q, q->fifo ? QP_FAILED_WAIT_FIFO : QP_FAILED_WAIT,
-							nbusy, busy);
-		ncand = list_entries(q->id, ids, busy, &nbusy);
-	}
+	ncand = list_entries(q->id, ids);
 	if (ncand == 0)
 		return 0;
 
-	/* Lock what nobody holds (on a FIFO queue, groups first), then claim. */
+	/* Lock what nobody holds (on a FIFO queue, groups first), then take. */
 	nrows = run_over_ids(q, q->fifo ? QP_FAILED_LOCK_FIFO : QP_FAILED_LOCK, ncand, ids);
 	{
 		int64	   *locked = palloc(Max(nrows, 1) * sizeof(int64));
@@ -788,7 +863,7 @@ queue_failed_apply(QueueMeta *q)
 		nlocked = (int) nrows;
 		for (uint64 r = 0; r < nrows; r++)
 			locked[r] = int64_col(r, 1);
-		if (applying_as_worker && nlocked < ncand)
+		if (nlocked < ncand)
 		{
 			int64	   *rest = palloc(ncand * sizeof(int64));
 			int			nrest = 0;
@@ -803,17 +878,20 @@ queue_failed_apply(QueueMeta *q)
 					rest[nrest++] = ids[i];
 			}
 			drop_gone(q, nrest, rest);
+			/* what is held by others is tried again soon */
+			due_at(GetCurrentTimestamp() + WORKER_RETRY);
 		}
 		ids = locked;
 	}
 	ns = palloc(Max(nlocked, 1) * sizeof(int32));
 	not_befores = palloc(Max(nlocked, 1) * sizeof(Datum));
-	n = claim_entries(q->id, ids, nlocked, ns, not_befores);
+	n = take_entries(q->id, ids, nlocked, ns, not_befores);
 	if (n == 0)
 		return 0;
 	for (int i = 0; i < n; i++)
 		received += ns[i];
 
+	now = GetCurrentTimestamp();
 	args[0] = queue_int8_array(n, ids);
 	{
 		Datum	   *nd = palloc(n * sizeof(Datum));
@@ -824,7 +902,7 @@ queue_failed_apply(QueueMeta *q)
 	}
 	args[2] = PointerGetDatum(construct_array(not_befores, n, TIMESTAMPTZOID, 8,
 											  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	args[3] = TimestampTzGetDatum(GetCurrentTimestamp());
+	args[3] = TimestampTzGetDatum(now);
 	rc = SPI_execute_plan(queue_plan(q, QP_FAILED_APPLY), args, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "counting rolled-back receives failed: %s", SPI_result_code_string(rc));
@@ -841,10 +919,11 @@ queue_failed_apply(QueueMeta *q)
 		int32		count = DatumGetInt32(SPI_getbinval(tt->vals[r], tt->tupdesc, 2, &isnull));
 		Datum		g = SPI_getbinval(tt->vals[r], tt->tupdesc, 3, &isnull);
 		Datum		gcopy = isnull ? (Datum) 0 : PointerGetDatum(PG_DETOAST_DATUM_COPY(g));
+		TimestampTz vis = DatumGetTimestampTz(SPI_getbinval(tt->vals[r], tt->tupdesc, 4, &isnull));
 
 		if (gcopy != (Datum) 0)
 			groups[ngroups++] = gcopy;
-		if (q->max_receive_count > 0 && count >= q->max_receive_count)
+		if (q->max_receive_count > 0 && count >= q->max_receive_count && vis <= now)
 		{
 			dlq_ids[ndlq] = id;
 			dlq_groups[ndlq] = gcopy;
@@ -860,7 +939,7 @@ queue_failed_apply(QueueMeta *q)
 	}
 	if (received > 0)
 		queue_count(q->id, QC_RECEIVED, received);
-	/* Received max_receive_count times: to the dead-letter queue now. */
+	/* Received max_receive_count times and not leased: to the dead-letter queue. */
 	if (ndlq > 0)
 		(void) queue_dead_letter(q, ndlq, dlq_ids, dlq_groups);
 	return (int) nrows;
@@ -870,7 +949,7 @@ queue_failed_apply(QueueMeta *q)
  * The worker's share: write every queue's entries of this database, each
  * queue in a transaction of its own (an error is logged and retried on a
  * later pass).  Entries of queues that are gone are dropped.  Returns when
- * entries left because they were young are due, or 0.
+ * to try again for rows that were held, or 0.
  */
 TimestampTz
 queue_failed_apply_all(MemoryContext cxt)
@@ -900,7 +979,6 @@ queue_failed_apply_all(MemoryContext cxt)
 	}
 	LWLockRelease(failed_shared->lock);
 
-	applying_as_worker = true;
 	for (int i = 0; i < nqueues; i++)
 	{
 		PG_TRY();
@@ -914,7 +992,7 @@ queue_failed_apply_all(MemoryContext cxt)
 			if (name == NULL || !OidIsValid(queue_table_relid(queue_ids[i], 'q')))
 				queue_failed_forget_queue(queue_ids[i]);
 			else
-				(void) queue_failed_apply(queue_lookup(cstring_to_text(name)));
+				(void) apply_queue(queue_lookup(cstring_to_text(name)));
 			PopActiveSnapshot();
 			SPI_finish();
 			CommitTransactionCommand();
@@ -928,7 +1006,6 @@ queue_failed_apply_all(MemoryContext cxt)
 		}
 		PG_END_TRY();
 	}
-	applying_as_worker = false;
 	return worker_next_due;
 }
 
@@ -945,11 +1022,20 @@ queue_failed_forget_queue(int64 queue_id)
 	hash_seq_init(&status, failed_entries);
 	while ((e = hash_seq_search(&status)) != NULL)
 		if (e->key.dbid == MyDatabaseId && e->key.queue_id == queue_id)
-			remove_entry(e);
+		{
+			FailedKey	key = e->key;
+
+			set_n(e, 0);
+			hash_search(failed_entries, &key, HASH_REMOVE, NULL);
+		}
 	LWLockRelease(failed_shared->lock);
 }
 
-/* queue._failed_pending(queue_id): rolled-back receives not yet written. */
+/*
+ * queue._failed_pending(queue_id): receives that count and are not written
+ * yet: rolled back, or of a transaction that has not ended (prepared ones
+ * too), as if it rolled back.
+ */
 Datum
 queue_failed_pending(PG_FUNCTION_ARGS)
 {
@@ -963,8 +1049,18 @@ queue_failed_pending(PG_FUNCTION_ARGS)
 	LWLockAcquire(failed_shared->lock, LW_SHARED);
 	hash_seq_init(&status, failed_entries);
 	while ((e = hash_seq_search(&status)) != NULL)
-		if (e->key.dbid == MyDatabaseId && e->key.queue_id == queue_id)
+	{
+		if (e->key.dbid != MyDatabaseId || e->key.queue_id != queue_id)
+			continue;
+		if (!TransactionIdIsValid(e->holder))
 			total += e->n;
+		else if (TransactionIdIsCurrentTransactionId(e->holder) ||
+				 TransactionIdIsInProgress(e->holder) ||
+				 !TransactionIdDidCommit(e->holder))
+			total += e->n + e->h_adds;
+		else
+			total += e->n - e->h_folded;
+	}
 	LWLockRelease(failed_shared->lock);
 	PG_RETURN_INT64(total);
 }
@@ -974,8 +1070,8 @@ void
 queue_failed_init(void)
 {
 	DefineCustomIntVariable("queue.max_failed_receives",
-							"Rolled-back receives shared memory keeps until they are counted.",
-							"One entry per message; beyond this many a rollback counts nothing.",
+							"Messages whose receives shared memory keeps until they are counted.",
+							"One entry per message received in a transaction not yet ended or rolled back; beyond this many a rollback counts nothing.",
 							&queue_max_failed_receives,
 							10000, 100, 10000000,
 							PGC_POSTMASTER, 0,

@@ -377,8 +377,21 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" first_received_at = coalesce(m.first_received_at, $4)"
 		" FROM unnest($1, $2, $3) AS f(id, n, not_before)"
 		" WHERE m.message_id = f.id"
-		" RETURNING m.message_id, m.receive_count, m.message_group_id",
+		" RETURNING m.message_id, m.receive_count, m.message_group_id, m.visible_at",
 		4, {INT8ARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID}
+	},
+	/*
+	 * A receive's own leases that found rolled-back receives not yet
+	 * written (failed.c): $1 ids, $2 receives to add to the row (those
+	 * rolled back; less one for a lease given up), $3 new visible_at or
+	 * null to keep the lease's.
+	 */
+	[QP_RECEIVE_FIXUP] = {
+		"UPDATE {q} m SET receive_count = m.receive_count + f.d,"
+		" visible_at = coalesce(f.v, m.visible_at)"
+		" FROM unnest($1, $2, $3) AS f(id, d, v)"
+		" WHERE m.message_id = f.id",
+		3, {INT8ARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID}
 	},
 	/* ... locking first the rows nobody holds (FIFO: groups, then rows) */
 	[QP_FAILED_LOCK] = {
@@ -393,18 +406,6 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"   SELECT message_group_id FROM {q} WHERE message_id = ANY ($1)))"
 		"  ORDER BY message_group_id FOR UPDATE SKIP LOCKED))"
 		" ORDER BY m.message_id FOR UPDATE SKIP LOCKED",
-		1, {INT8ARRAYOID}
-	},
-	/* ... waiting for the worker while it writes some (FIFO: their groups) */
-	[QP_FAILED_WAIT] = {
-		"SELECT message_id FROM {q} WHERE message_id = ANY ($1)"
-		" ORDER BY message_id FOR UPDATE",
-		1, {INT8ARRAYOID}
-	},
-	[QP_FAILED_WAIT_FIFO] = {
-		"SELECT message_group_id FROM {g} WHERE message_group_id = ANY (ARRAY("
-		" SELECT message_group_id FROM {q} WHERE message_id = ANY ($1)))"
-		" ORDER BY message_group_id FOR UPDATE",
 		1, {INT8ARRAYOID}
 	},
 	[QP_FAILED_EXISTING] = {

@@ -65,8 +65,7 @@ typedef enum QueuePlanKind
 	QP_FAILED_APPLY,			/* rolled-back receives counted (failed.c) */
 	QP_FAILED_LOCK,
 	QP_FAILED_LOCK_FIFO,
-	QP_FAILED_WAIT,
-	QP_FAILED_WAIT_FIFO,
+	QP_RECEIVE_FIXUP,			/* a receive's leases that met rolled-back ones */
 	QP_FAILED_EXISTING,
 	QP_NUM_PLANS
 } QueuePlanKind;
@@ -297,11 +296,12 @@ typedef enum QueueRetry
 	QUEUE_RETRY_EXPONENTIAL		/* ... after 1, 2, 4 ... s, capped at that */
 } QueueRetry;
 
-extern void queue_note_received(QueueMeta *q, int n, const int64 *ids,
-								const int32 *receive_counts, int64 vt);
+extern int	queue_failed_leased(QueueMeta *q, int n, const int64 *ids,
+								const int32 *receive_counts, int64 vt, TimestampTz now,
+								int32 *pending, TimestampTz *not_before);
+extern void queue_failed_withdrawn(QueueMeta *q, int n, const int64 *ids);
 extern void queue_set_retry(QueueRetry how);
 extern int	queue_max_failed_receives;
-extern int	queue_failed_apply(QueueMeta *q);
 extern TimestampTz queue_failed_apply_all(MemoryContext cxt);
 extern void queue_failed_forget_queue(int64 queue_id);
 extern void queue_failed_prepare_gid(const char *gid);

@@ -6,8 +6,12 @@
  * A receive leases up to max_messages visible messages: one UPDATE that
  * takes them with FOR UPDATE SKIP LOCKED (each visible message goes to
  * exactly one caller), pushes their visible_at to the end of the lease,
- * counts the receive and stamps a new receipt nonce.  Rolled back, it
- * leaves the messages as they were: visible at once.
+ * counts the receive and stamps a new receipt nonce.  Before it returns
+ * them, failed.c registers the leases, so that a rollback still counts
+ * them, and says which leased messages have receives that rolled back and
+ * are not in their rows yet: those are written now, and a message whose
+ * count so reaches max_receive_count, or whose retry delay has not passed,
+ * is given up rather than delivered (settle_rolled_back).
  *
  *-------------------------------------------------------------------------
  */
@@ -159,7 +163,8 @@ order_fifo_rows(SPITupleTable *tt, uint64 nrows)
  */
 static void
 emit_messages(ReturnSetInfo *rsinfo, QueueMeta *q, SPITupleTable *tt,
-			  uint64 nrows, bool with_receipt, uint64 nonce)
+			  uint64 nrows, bool with_receipt, uint64 nonce,
+			  const bool *skip, const int32 *count_of)
 {
 	TupleDesc	src = tt->tupdesc;
 
@@ -170,12 +175,14 @@ emit_messages(ReturnSetInfo *rsinfo, QueueMeta *q, SPITupleTable *tt,
 		bool		nulls[MESSAGE_NATTS];
 		int			out = 0;
 
-		if (is_dead_letter(tt, r))
+		if (is_dead_letter(tt, r) || (skip != NULL && skip[r]))
 			continue;
 
 		for (int col = 1; col <= COL_VISIBLE_AT; col++)
 		{
 			values[out] = SPI_getbinval(tup, src, col, &nulls[out]);
+			if (col == COL_RECEIVE_COUNT && count_of != NULL)
+				values[out] = Int32GetDatum(count_of[r]);
 			out++;
 			if (col == COL_MESSAGE_ID)
 			{
@@ -250,7 +257,7 @@ replay_attempt(ReturnSetInfo *rsinfo, QueueMeta *q, text *attempt,
 		if (vis_now <= now)
 			return false;		/* its lease ran out: others may have it */
 	}
-	emit_messages(rsinfo, q, SPI_tuptable, SPI_processed, true, nonce);
+	emit_messages(rsinfo, q, SPI_tuptable, SPI_processed, true, nonce, NULL, NULL);
 	return true;
 }
 
@@ -288,6 +295,122 @@ record_attempt(QueueMeta *q, text *attempt, TimestampTz now, uint64 nonce,
 }
 
 /*
+ * Some messages a receive statement just leased had receives that rolled
+ * back and are not in their rows yet (failed.c).  Each such row gets them
+ * now; one whose count, so completed, reaches max_receive_count, or whose
+ * retry delay has not passed, is given up instead of delivered (it moves
+ * to the dead-letter queue, or comes back at the end of the delay), and
+ * on a FIFO queue so is the rest of its group in this batch, which must
+ * not pass it.  k indexes the statement's deliveries: got->ids[first + k],
+ * rows[k] in tt, counts[k] after this receive.  skip and count_of (per row
+ * of tt) tell emit_messages what to leave out and the counts to show.
+ * Returns how many were given up; got keeps the deliveries.
+ */
+static int
+settle_rolled_back(QueueMeta *q, SPITupleTable *tt, TimestampTz now,
+				   Received *got, int first, int n, const uint64 *rows,
+				   const int32 *counts, const int32 *pending,
+				   const TimestampTz *not_before, bool *skip, int32 *count_of)
+{
+	int64	   *fix_ids = palloc(n * sizeof(int64));
+	Datum	   *fix_d = palloc(n * sizeof(Datum));
+	Datum	   *fix_v = palloc(n * sizeof(Datum));
+	bool	   *fix_vnull = palloc(n * sizeof(bool));
+	int			nfix = 0;
+	int64	   *gone_ids = palloc(n * sizeof(int64));
+	int			ngone = 0;
+	int64	   *dlq_ids = palloc(n * sizeof(int64));
+	Datum	   *dlq_groups = palloc(n * sizeof(Datum));
+	int			ndlq = 0;
+	Datum	   *held_back = palloc(n * sizeof(Datum));
+	int			nheld_back = 0;
+	int64		written = 0;
+	int			kept = first;
+
+	for (int k = 0; k < n; k++)
+	{
+		uint64		r = rows[k];
+		int64		id = got->ids[first + k];
+		int32		count = counts[k] - 1 + pending[k];	/* before this receive */
+		bool		isnull;
+		Datum		g = SPI_getbinval(tt->vals[r], tt->tupdesc, COL_GROUP, &isnull);
+		bool		behind = false;
+		bool		used_up = q->max_receive_count > 0 && count >= q->max_receive_count;
+
+		if (q->fifo && !isnull)
+			for (int i = 0; i < nheld_back && !behind; i++)
+				behind = queue_text_cmp(&held_back[i], &g) == 0;
+		written += pending[k];
+		if (!used_up && !behind && not_before[k] <= now)
+		{
+			/* Delivered, showing every receive. */
+			if (pending[k] > 0)
+			{
+				fix_ids[nfix] = id;
+				fix_d[nfix] = Int32GetDatum(pending[k]);
+				fix_vnull[nfix] = true;
+				fix_v[nfix] = (Datum) 0;
+				nfix++;
+				count_of[r] = counts[k] + pending[k];
+			}
+			got->ids[kept] = id;
+			got->visible_ats[kept] = got->visible_ats[first + k];
+			kept++;
+			continue;
+		}
+
+		/* Given up: this receive was none. */
+		skip[r] = true;
+		gone_ids[ngone++] = id;
+		fix_ids[nfix] = id;
+		fix_d[nfix] = Int32GetDatum(pending[k] - 1);
+		fix_vnull[nfix] = false;
+		fix_v[nfix] = TimestampTzGetDatum(Max(not_before[k], now));
+		nfix++;
+		if (used_up)
+		{
+			dlq_ids[ndlq] = id;
+			dlq_groups[ndlq] = isnull ? (Datum) 0 : g;
+			ndlq++;
+		}
+		if (q->fifo && !isnull && !behind)
+			held_back[nheld_back++] = g;
+	}
+	got->n = kept;
+
+	{
+		Datum		args[3];
+		int			rc;
+
+		args[0] = queue_int8_array(nfix, fix_ids);
+		args[1] = PointerGetDatum(construct_array(fix_d, nfix, INT4OID, 4, true, TYPALIGN_INT));
+		{
+			int			dims[1] = {nfix};
+			int			lbs[1] = {1};
+
+			args[2] = PointerGetDatum(construct_md_array(fix_v, fix_vnull, 1, dims, lbs,
+														 TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL,
+														 TYPALIGN_DOUBLE));
+		}
+		rc = SPI_execute_plan(queue_plan(q, QP_RECEIVE_FIXUP), args, NULL, false, 0);
+		if (rc != SPI_OK_UPDATE)
+			elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
+	}
+	queue_failed_withdrawn(q, ngone, gone_ids);
+	if (written > 0)
+		queue_count(q->id, QC_RECEIVED, written);
+	if (ndlq > 0)
+		(void) queue_dead_letter(q, ndlq, dlq_ids, dlq_groups);
+	/* Groups held back may come back later: their rows say when. */
+	if (nheld_back > 0)
+	{
+		nheld_back = queue_sort_unique_texts(held_back, nheld_back);
+		queue_fifo_refresh_groups(q, nheld_back, held_back);
+	}
+	return ngone;
+}
+
+/*
  * One receive statement: lease up to want messages (on a FIFO queue from
  * at most group_limit groups, 0 for no limit, none of those already
  * touched), move the ones received too often to the dead-letter queue,
@@ -307,6 +430,13 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	int			rc;
 	int32	   *counts;
 	int			ncounted = 0;
+	uint64	   *rows;
+	int			first;
+	int32	   *pending;
+	TimestampTz *not_before;
+	bool	   *skip = NULL;
+	int32	   *count_of = NULL;
+	bool		isnull;
 
 	args[0] = TimestampTzGetDatum(now);
 	args[1] = TimestampTzGetDatum(now + vt);
@@ -334,6 +464,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	tt = SPI_tuptable;
 	nrows = SPI_processed;
 	counts = palloc(Max(nrows, 1) * sizeof(int32));
+	rows = palloc(Max(nrows, 1) * sizeof(uint64));
 	if (kind == QP_FIFO_RECEIVE)
 		order_fifo_rows(tt, nrows);
 	*moved = 0;
@@ -341,7 +472,6 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 
 	for (uint64 r = 0; r < nrows; r++)
 	{
-		bool		isnull;
 		Datum		g = SPI_getbinval(tt->vals[r], tt->tupdesc, COL_GROUP, &isnull);
 
 		if (is_dead_letter(tt, r))
@@ -373,18 +503,42 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 													   COL_MESSAGE_ID, &isnull));
 		got->visible_ats[got->n] = SPI_getbinval(tt->vals[r], tt->tupdesc,
 												 COL_VISIBLE_AT, &isnull);
+		rows[ncounted] = r;
 		counts[ncounted++] = DatumGetInt32(SPI_getbinval(tt->vals[r], tt->tupdesc,
 														 COL_RECEIVE_COUNT, &isnull));
 		got->n++;
 	}
 
-	/* If this (sub)transaction rolls back, these receives still count. */
-	queue_note_received(q, ncounted, got->ids + got->n - ncounted, counts, vt);
+	/*
+	 * If this (sub)transaction rolls back, these receives still count;
+	 * and receives of them that rolled back before count now (failed.c).
+	 */
+	first = got->n - ncounted;
+	pending = palloc(Max(ncounted, 1) * sizeof(int32));
+	not_before = palloc(Max(ncounted, 1) * sizeof(TimestampTz));
+	if (queue_failed_leased(q, ncounted, got->ids + first, counts, vt, now,
+							pending, not_before) > 0)
+	{
+		int			given_up;
+
+		skip = palloc0(Max(nrows, 1) * sizeof(bool));
+		count_of = palloc(Max(nrows, 1) * sizeof(int32));
+		for (uint64 r = 0; r < nrows; r++)
+			count_of[r] = is_dead_letter(tt, r) ? 0 :
+				DatumGetInt32(SPI_getbinval(tt->vals[r], tt->tupdesc,
+											COL_RECEIVE_COUNT, &isnull));
+		given_up = settle_rolled_back(q, tt, now, got, first, ncounted, rows,
+									  counts, pending, not_before, skip, count_of);
+
+		/* Like moves, they leave room in the batch for another try. */
+		*moved += given_up;
+		got->nmoves += given_up;
+	}
 
 	/* Messages received too often go to the dead-letter queue instead. */
 	if (q->max_receive_count > 0)
 		(void) move_dead_letters(q, tt, nrows);
-	emit_messages(rsinfo, q, tt, nrows, true, nonce);
+	emit_messages(rsinfo, q, tt, nrows, true, nonce, skip, count_of);
 	return nrows;
 }
 
@@ -486,12 +640,6 @@ queue_receive(PG_FUNCTION_ARGS)
 				 errhint("Receive with wait => '0', or in a READ COMMITTED transaction.")));
 
 	queue_receive_begins();
-
-	/*
-	 * Receives of this queue that rolled back are counted first (failed.c),
-	 * so their messages show the count and keep their retry delay.
-	 */
-	(void) queue_failed_apply(q);
 
 	now = GetCurrentTimestamp();
 	if (attempt != NULL && replay_attempt(rsinfo, q, attempt, now))
@@ -621,7 +769,7 @@ queue_peek(PG_FUNCTION_ARGS)
 						  args, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "queue peek failed: %s", SPI_result_code_string(rc));
-	emit_messages(rsinfo, q, SPI_tuptable, SPI_processed, false, 0);
+	emit_messages(rsinfo, q, SPI_tuptable, SPI_processed, false, 0, NULL, NULL);
 	queue_close(&call);
 	return (Datum) 0;
 }
