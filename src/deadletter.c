@@ -5,9 +5,10 @@
  *
  * A queue with dead_letter_queue and max_receive_count never delivers a
  * message whose next receive would exceed the count: the receive that meets
- * it moves it instead, in the receiving transaction (so a receive that
- * rolls back moves nothing and counts nothing), and the worker moves such
- * messages when their lease runs out with nobody receiving.  The message
+ * it moves it instead, in the receiving transaction (a receive that rolls
+ * back moves nothing, but its receive still counts: failed.c), and the
+ * worker moves such messages when their lease runs out with nobody
+ * receiving.  The message
  * keeps its id, so a FIFO message put back by redrive sorts where it was in
  * its group.  On FIFO queues both ends lock their groups first, as every
  * change to a group's messages does (fifo.c).
