@@ -41,6 +41,7 @@
 #include "catalog/pg_proc.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
+#include "executor/executor.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "pgstat.h"
@@ -48,9 +49,11 @@
 #include "postmaster/interrupt.h"
 #include "storage/ipc.h"
 #include "storage/latch.h"
+#include "storage/lock.h"
 #include "storage/shmem.h"
 #include "tcop/tcopprot.h"
 #include "utils/acl.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/regproc.h"
 #include "utils/guc.h"
@@ -197,6 +200,7 @@ typedef struct ConsumerConf
 	bool		retry_fixed;
 	int64		visibility_ms;
 	char	   *search_path;	/* the creator's, for the handler */
+	bool		fifo;
 } ConsumerConf;
 
 /* The search_path of consumers made before 1.3.1 recorded their creator's. */
@@ -216,6 +220,7 @@ typedef enum BatchResult
  */
 static SPIPlanPtr receive_plan = NULL;
 static SPIPlanPtr delete_plan = NULL;
+static SPIPlanPtr give_back_plan = NULL;
 static SPIPlanPtr handler_plan = NULL;
 static char *handler_sql = NULL;
 static Oid	plans_msgs_type = InvalidOid;
@@ -253,6 +258,13 @@ batch_plans(const char *call, Oid msgs_type)
 								" ARRAY(SELECT m.receipt FROM pg_catalog.unnest($2) m)) d",
 								2, dtypes);
 	}
+	if (give_back_plan == NULL)
+	{
+		Oid			gtypes[3] = {TEXTOID, TEXTOID, INTERVALOID};
+
+		give_back_plan = queue_keep_plan("SELECT queue.change_visibility($1, $2, $3)",
+										 3, gtypes);
+	}
 	if (handler_plan == NULL || handler_sql == NULL || strcmp(handler_sql, call) != 0 ||
 		type_changed)
 	{
@@ -266,6 +278,13 @@ batch_plans(const char *call, Oid msgs_type)
 		handler_sql = MemoryContextStrdup(TopMemoryContext, call);
 	}
 }
+
+/*
+ * On a FIFO queue, after a batch with a failed message, batches of one
+ * until one succeeds: the group waits behind its failing head, and each
+ * try then counts only that head, not the messages queued behind it.
+ */
+static bool fifo_one_at_a_time = false;
 
 static int	my_slot = -1;
 static ConsumerStart my_start;
@@ -325,7 +344,7 @@ load_conf(ConsumerConf *conf)
 							   " c.owner::pg_catalog.oid, c.batch_size,"
 							   " c.retry OPERATOR(pg_catalog.=) 'fixed', c.paused,"
 							   " pg_catalog.int8(pg_catalog.date_part('epoch', q.visibility_timeout)"
-							   " OPERATOR(pg_catalog.*) 1000), c.search_path"
+							   " OPERATOR(pg_catalog.*) 1000), c.search_path, q.fifo"
 							   " FROM queue._consumers c JOIN queue._queues q"
 							   " ON q.queue_id OPERATOR(pg_catalog.=) c.queue_id"
 							   " WHERE c.consumer_id OPERATOR(pg_catalog.=) $1" :
@@ -333,7 +352,7 @@ load_conf(ConsumerConf *conf)
 							   " c.owner::pg_catalog.oid, c.batch_size,"
 							   " c.retry OPERATOR(pg_catalog.=) 'fixed', c.paused,"
 							   " pg_catalog.int8(pg_catalog.date_part('epoch', q.visibility_timeout)"
-							   " OPERATOR(pg_catalog.*) 1000), NULL::pg_catalog.text"
+							   " OPERATOR(pg_catalog.*) 1000), NULL::pg_catalog.text, q.fifo"
 							   " FROM queue._consumers c JOIN queue._queues q"
 							   " ON q.queue_id OPERATOR(pg_catalog.=) c.queue_id"
 							   " WHERE c.consumer_id OPERATOR(pg_catalog.=) $1",
@@ -360,6 +379,7 @@ load_conf(ConsumerConf *conf)
 		conf->search_path = isnull ? pstrdup(CONSUMER_DEFAULT_SEARCH_PATH) :
 			TextDatumGetCString(sp);
 	}
+	conf->fifo = DatumGetBool(SPI_getbinval(tup, desc, 10, &isnull));
 	return true;
 }
 
@@ -407,7 +427,10 @@ handler_call(ConsumerConf *conf, Oid msgs_type)
 	return sql;
 }
 
-/* Record a batch's end in the consumer's counters. */
+/*
+ * Record a batch's end in the consumer's counters: the messages it
+ * handled, and its error if a message (or the batch) failed.
+ */
 static void
 record_batch(int64 processed, ErrorData *edata)
 {
@@ -417,12 +440,13 @@ record_batch(int64 processed, ErrorData *edata)
 	st = queue_consumer_stat(my_start.dbid, my_start.consumer_id, 0);
 	if (st != NULL)
 	{
-		if (edata == NULL)
+		if (processed > 0)
 		{
 			st->processed += processed;
-			st->failing = false;
 			st->last_success_at = GetCurrentTimestamp();
 		}
+		if (edata == NULL)
+			st->failing = false;
 		else
 		{
 			st->failed++;
@@ -437,6 +461,187 @@ record_batch(int64 processed, ErrorData *edata)
 }
 
 /*
+ * Call the handler with msgs (a queue.message[]) in a subtransaction of the
+ * batch, in its sandbox (elevated.c) under its creator's search_path and
+ * the visibility timeout (0: none).  NULL when it returned; else its
+ * error, copied into cxt, and everything it did is undone (the
+ * subtransaction, the sandbox's settings, and session advisory locks it
+ * took, which no abort releases).
+ */
+static ErrorData *
+call_handler(ConsumerConf *conf, Datum msgs, MemoryContext cxt)
+{
+	MemoryContext oldcxt = CurrentMemoryContext;
+	ResourceOwner oldowner = CurrentResourceOwner;
+	ErrorData  *volatile edata = NULL;
+	volatile bool armed = false;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(oldcxt);
+	PG_TRY();
+	{
+		QueueSandbox sb;
+		int			rc;
+
+		queue_sandbox_enter(&sb, conf->owner, conf->search_path,
+							psprintf(INT64_FORMAT, conf->visibility_ms));
+		if (conf->visibility_ms > 0)
+		{
+			enable_timeout_after(STATEMENT_TIMEOUT, (int) Min(conf->visibility_ms, INT_MAX));
+			armed = true;
+		}
+		rc = SPI_execute_plan(handler_plan, &msgs, NULL, false, 0);
+		if (rc < 0)
+			elog(ERROR, "consumer handler call failed: %s", SPI_result_code_string(rc));
+		if (armed)
+			disable_timeout(STATEMENT_TIMEOUT, false);
+		armed = false;
+		queue_sandbox_leave(&sb);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_CATCH();
+	{
+		if (armed)
+			disable_timeout(STATEMENT_TIMEOUT, false);
+		MemoryContextSwitchTo(cxt);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		LockReleaseSession(USER_LOCKMETHOD);
+		MemoryContextSwitchTo(oldcxt);
+		CurrentResourceOwner = oldowner;
+	}
+	PG_END_TRY();
+	return edata;
+}
+
+/*
+ * A message the handler failed on goes back to the queue: its receive
+ * stands (so it counts, and past max_receive_count the next receive moves
+ * it to the dead-letter queue), and it comes back after the consumer's
+ * retry delay for its receive count.
+ */
+static void
+give_back(ConsumerConf *conf, Datum msg)
+{
+	HeapTupleHeader th = DatumGetHeapTupleHeader(msg);
+	bool		isnull;
+	Datum		receipt = GetAttributeByName(th, "receipt", &isnull);
+	int32		count = DatumGetInt32(GetAttributeByName(th, "receive_count", &isnull));
+	Interval   *delay = palloc0(sizeof(Interval));
+	Datum		args[3];
+	int			rc;
+
+	delay->time = queue_retry_delay(conf->retry_fixed ? QUEUE_RETRY_FIXED : QUEUE_RETRY_EXPONENTIAL,
+									count, conf->visibility_ms * 1000, 0);
+	args[0] = PointerGetDatum(conf->queue_name);
+	args[1] = receipt;
+	args[2] = IntervalPGetDatum(delay);
+
+	/*
+	 * A handler that ran out its time (statement_timeout is the visibility
+	 * timeout) outlived its lease: change_visibility refuses the receipt
+	 * (55000), and the message is visible again already, its retry delay
+	 * counted from its receive.  In a subtransaction, so that refusal
+	 * fails nothing else.
+	 */
+	{
+		MemoryContext oldcxt = CurrentMemoryContext;
+		ResourceOwner oldowner = CurrentResourceOwner;
+
+		BeginInternalSubTransaction(NULL);
+		MemoryContextSwitchTo(oldcxt);
+		PG_TRY();
+		{
+			rc = SPI_execute_plan(give_back_plan, args, NULL, false, 0);
+			if (rc != SPI_OK_SELECT)
+				elog(ERROR, "consumer give-back failed: %s", SPI_result_code_string(rc));
+			ReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(oldcxt);
+			CurrentResourceOwner = oldowner;
+		}
+		PG_CATCH();
+		{
+			ErrorData  *edata;
+
+			MemoryContextSwitchTo(oldcxt);
+			edata = CopyErrorData();
+			if (edata->sqlerrcode != ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
+				PG_RE_THROW();
+			FlushErrorState();
+			RollbackAndReleaseCurrentSubTransaction();
+			MemoryContextSwitchTo(oldcxt);
+			CurrentResourceOwner = oldowner;
+		}
+		PG_END_TRY();
+	}
+}
+
+/*
+ * After the handler failed on the whole batch: each message alone, in a
+ * subtransaction of its own, so only the messages that fail are counted
+ * and come back (give_back), and the healthy ones are handled and deleted
+ * once (AWS Lambda's partial batch responses, Service Bus's per-message
+ * settlement).  On a FIFO queue the batch is one group in order: the
+ * messages before the first failure are handled, and that one and all
+ * after it go back (their receive counted once, as SQS does for the rest
+ * of a group behind a failed message; the next batches then take one
+ * message, fifo_one_at_a_time, so they are not counted again while the
+ * head keeps failing).  Returns the messages to delete; sets
+ * handled and err (the first failure's, or NULL when every message
+ * passed alone).  A batch of one is not called again.
+ */
+static Datum
+retry_one_by_one(ConsumerConf *conf, Datum msgs, MemoryContext cxt, int64 *handled,
+				 ErrorData **err)
+{
+	ArrayType  *arr = DatumGetArrayTypeP(msgs);
+	Oid			elemtype = ARR_ELEMTYPE(arr);
+	int16		typlen;
+	bool		typbyval;
+	char		typalign;
+	Datum	   *elems;
+	bool	   *nulls;
+	int			n;
+	Datum	   *ok;
+	int			nok = 0;
+	ErrorData  *first = NULL;
+	bool		stopped = false;
+
+	get_typlenbyvalalign(elemtype, &typlen, &typbyval, &typalign);
+	deconstruct_array(arr, elemtype, typlen, typbyval, typalign, &elems, &nulls, &n);
+	ok = palloc(Max(n, 1) * sizeof(Datum));
+	for (int i = 0; i < n; i++)
+	{
+		ErrorData  *e = NULL;
+
+		CHECK_FOR_INTERRUPTS();
+		if (stopped)
+			;					/* FIFO: behind a failed message */
+		else if (n == 1)
+			e = *err;
+		else
+			e = call_handler(conf, PointerGetDatum(construct_array(&elems[i], 1, elemtype, typlen,
+																  typbyval, typalign)), cxt);
+		if (e == NULL && !stopped)
+		{
+			ok[nok++] = elems[i];
+			continue;
+		}
+		if (first == NULL)
+			first = e;
+		if (conf->fifo)
+			stopped = true;
+		give_back(conf, elems[i]);
+	}
+	*handled = nok;
+	*err = first;
+	return PointerGetDatum(construct_array(ok, nok, elemtype, typlen, typbyval, typalign));
+}
+
+/*
  * One batch: one transaction.  Never returns from inside PG_TRY; an error
  * rolls everything back and is recorded, a FATAL (SIGTERM) ends the
  * process as for any backend.
@@ -446,7 +651,8 @@ run_batch(MemoryContext cxt)
 {
 	volatile BatchResult result = BATCH_DONE;
 	volatile int64 received = 0;
-	volatile bool timeout_armed = false;
+	int64		handled = 0;
+	ErrorData  *batch_error = NULL;
 
 	SetCurrentStatementStartTimestamp();
 	StartTransactionCommand();
@@ -494,7 +700,7 @@ run_batch(MemoryContext cxt)
 
 			/* Long poll: sleeps until a send commits, or 5 s. */
 			rargs[0] = PointerGetDatum(conf.queue_name);
-			rargs[1] = Int32GetDatum(conf.batch_size);
+			rargs[1] = Int32GetDatum(conf.fifo && fifo_one_at_a_time ? 1 : conf.batch_size);
 			rargs[2] = CStringGetTextDatum(CONSUMER_WAIT);
 			rc = SPI_execute_plan(receive_plan, rargs, NULL, false, 1);
 			if (rc != SPI_OK_SELECT || SPI_processed != 1)
@@ -506,39 +712,26 @@ run_batch(MemoryContext cxt)
 			if (received > 0)
 			{
 				Datum		dargs[2];
-				QueueSandbox sb;
+				Datum		done = msgs;
 
-				/*
-				 * The handler: in its sandbox (elevated.c), under its
-				 * creator's search_path and the visibility timeout (0:
-				 * none); whatever it sets is undone when it returns.
-				 */
-				queue_sandbox_enter(&sb, conf.owner, conf.search_path,
-									psprintf(INT64_FORMAT, conf.visibility_ms));
-				if (conf.visibility_ms > 0)
-				{
-					enable_timeout_after(STATEMENT_TIMEOUT,
-										 (int) Min(conf.visibility_ms, INT_MAX));
-					timeout_armed = true;
-				}
-				rc = SPI_execute_plan(handler_plan, &msgs, NULL, false, 0);
-				if (rc < 0)
-					elog(ERROR, "consumer handler call failed: %s", SPI_result_code_string(rc));
-				if (timeout_armed)
-					disable_timeout(STATEMENT_TIMEOUT, false);
-				timeout_armed = false;
-				queue_sandbox_leave(&sb);
+				handled = received;
+				batch_error = call_handler(&conf, msgs, cxt);
+				if (batch_error != NULL)
+					done = retry_one_by_one(&conf, msgs, cxt, &handled, &batch_error);
 
 				/*
 				 * Messages the handler deleted itself (with their receipts)
 				 * answer false here; nothing else can have them: the
 				 * receive's row locks hold until this transaction ends.
 				 */
-				dargs[0] = PointerGetDatum(conf.queue_name);
-				dargs[1] = msgs;
-				rc = SPI_execute_plan(delete_plan, dargs, NULL, false, 0);
-				if (rc != SPI_OK_SELECT)
-					elog(ERROR, "consumer delete failed: %s", SPI_result_code_string(rc));
+				if (handled > 0)
+				{
+					dargs[0] = PointerGetDatum(conf.queue_name);
+					dargs[1] = done;
+					rc = SPI_execute_plan(delete_plan, dargs, NULL, false, 0);
+					if (rc != SPI_OK_SELECT)
+						elog(ERROR, "consumer delete failed: %s", SPI_result_code_string(rc));
+				}
 			}
 			SetUserIdAndSecContext(save_user, save_sec);
 		}
@@ -546,15 +739,25 @@ run_batch(MemoryContext cxt)
 		PopActiveSnapshot();
 		CommitTransactionCommand();
 		pgstat_report_activity(STATE_IDLE, NULL);
+		if (batch_error != NULL)
+		{
+			ereport(LOG,
+					(errmsg("queue consumer \"%s\": " INT64_FORMAT " of " INT64_FORMAT " messages failed: %s: %s",
+							my_name, (int64) (received - handled), (int64) received,
+							unpack_sql_state(batch_error->sqlerrcode),
+							batch_error->message ? batch_error->message : "")));
+			result = BATCH_FAILED_HELD;
+		}
 		if (received > 0)
-			record_batch(received, NULL);
+		{
+			record_batch(handled, batch_error);
+			fifo_one_at_a_time = batch_error != NULL;
+		}
 	}
 	PG_CATCH();
 	{
 		ErrorData  *edata;
 
-		if (timeout_armed)
-			disable_timeout(STATEMENT_TIMEOUT, false);
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
@@ -565,6 +768,8 @@ run_batch(MemoryContext cxt)
 						my_name, (int64) received, unpack_sql_state(edata->sqlerrcode),
 						edata->message ? edata->message : "")));
 		record_batch(0, edata);
+		if (received > 0)
+			fifo_one_at_a_time = true;
 		result = received > 0 ? BATCH_FAILED_HELD : BATCH_FAILED;
 	}
 	PG_END_TRY();

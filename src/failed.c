@@ -201,11 +201,15 @@ hold(const FailedKey *key, TransactionId xid)
 	nheld++;
 }
 
-/* How long a message received with receive_count rc waits after a rollback. */
-static int64
-retry_delay_of(QueueMeta *q, int32 rc, int64 vt)
+/*
+ * How long a message received with receive_count rc waits before it comes
+ * back, under a retry policy (consumers: fixed or exponential; else the
+ * queue's retry_delay), with vt the receive's visibility timeout.
+ */
+int64
+queue_retry_delay(QueueRetry how, int32 rc, int64 vt, int64 queue_retry_delay)
 {
-	switch (retry_policy)
+	switch (how)
 	{
 		case QUEUE_RETRY_FIXED:
 			return vt;
@@ -219,7 +223,14 @@ retry_delay_of(QueueMeta *q, int32 rc, int64 vt)
 		case QUEUE_RETRY_QUEUE:
 			break;
 	}
-	return q->retry_delay;
+	return queue_retry_delay;
+}
+
+/* How long a message received with receive_count rc waits after a rollback. */
+static int64
+retry_delay_of(QueueMeta *q, int32 rc, int64 vt)
+{
+	return queue_retry_delay(retry_policy, rc, vt, q->retry_delay);
 }
 
 /*

@@ -301,6 +301,7 @@ extern int	queue_failed_leased(QueueMeta *q, int n, const int64 *ids,
 								int32 *pending, TimestampTz *not_before);
 extern void queue_failed_withdrawn(QueueMeta *q, int n, const int64 *ids);
 extern void queue_set_retry(QueueRetry how);
+extern int64 queue_retry_delay(QueueRetry how, int32 rc, int64 vt, int64 queue_retry_delay);
 extern int	queue_max_failed_receives;
 extern TimestampTz queue_failed_apply_all(MemoryContext cxt);
 extern void queue_failed_forget_queue(int64 queue_id);
