@@ -10,3 +10,181 @@
  *    state 'waiting' when no process is free for them;
  *  - roles that own a consumer or a subscription cannot be dropped.
  */
+
+
+/* ------------------------------------------------------------------------
+ * Roles that own a consumer or a subscription cannot be dropped
+ * (DESIGN.md "Consumers", "Access"; role_refs.c)
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * The owner of a consumer or a subscription is a regrole in our registry,
+ * which PostgreSQL does not track: DROP ROLE would leave a dangling OID.
+ * Roles are cluster-wide, so only pg_shdepend can refuse a DROP ROLE run
+ * in another database.  PostgreSQL records an entry there for every
+ * grantee of a privilege, so each such owner holds a harmless one: SELECT
+ * on a column of the empty table below (consumer_owner for consumers,
+ * subscription_owner for subscriptions), granted with its first one and
+ * revoked with its last.  DROP ROLE then fails with 2BP01 naming the
+ * column here, or the database elsewhere; pg_dump writes the grants by
+ * role name; DROP OWNED takes them away, and the event trigger below drops
+ * the role's consumers and subscriptions with them; REASSIGN OWNED moves
+ * them (role_refs.c, from the utility hook).
+ */
+CREATE TABLE @extschema@._owner_refs (
+	consumer_owner boolean,
+	subscription_owner boolean
+);
+REVOKE ALL ON @extschema@._owner_refs FROM PUBLIC;
+COMMENT ON TABLE @extschema@._owner_refs IS 'always empty: owners of consumers and subscriptions hold SELECT on a column, so PostgreSQL refuses to drop them';
+
+CREATE INDEX ON @extschema@._consumers (owner);
+CREATE INDEX ON @extschema@._subscriptions (owner);
+
+/*
+ * The GRANT or REVOKE itself, in C (role_refs.c): run inside an extension
+ * script (the end of this file, a later update, a restore's CREATE
+ * EXTENSION never holds rows), PostgreSQL would record a grant as one of
+ * the extension's initial privileges, which pg_dump leaves out and which
+ * (before 17) keeps the role's OID after the role is gone.  These grants
+ * are never initial; the C function says so while it runs the statement.
+ */
+CREATE FUNCTION @extschema@._owner_ref_acl(role oid, col text, granted boolean)
+	RETURNS void LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'queue_owner_ref_acl_sql';
+REVOKE ALL ON FUNCTION @extschema@._owner_ref_acl(oid, text, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._owner_ref_acl(oid, text, boolean) IS 'grant or revoke SELECT on a column of queue._owner_refs, never as an initial privilege';
+
+/*
+ * Grant role its column if it owns a consumer (what = 'consumer') or a
+ * subscription ('subscription'); revoke it if not.  The table is locked
+ * first (its own mode excludes itself): two changes of one column's ACL at
+ * once would fail, and the check of what the role owns sees every commit
+ * before it.  A revoke needs that check to see them, so it is left out
+ * outside READ COMMITTED (a grant too many only asks for DROP OWNED).
+ */
+CREATE FUNCTION @extschema@._sync_owner_ref(role oid, what text)
+	RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+	col name := what || '_owner';
+	owns boolean;
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.oid = role) THEN
+		RETURN;					/* dropped before 1.3.1: nothing left to protect */
+	END IF;
+	LOCK TABLE @extschema@._owner_refs IN SHARE ROW EXCLUSIVE MODE;
+	IF what = 'consumer' THEN
+		owns := EXISTS (SELECT FROM @extschema@._consumers c WHERE c.owner::oid = role);
+	ELSE
+		owns := EXISTS (SELECT FROM @extschema@._subscriptions s WHERE s.owner::oid = role);
+	END IF;
+	IF owns THEN
+		PERFORM @extschema@._owner_ref_acl(role, col, true);
+	ELSIF pg_catalog.current_setting('transaction_isolation') = 'read committed'
+		  AND EXISTS (SELECT FROM pg_catalog.pg_attribute a, pg_catalog.aclexplode(a.attacl) x
+					  WHERE a.attrelid = '@extschema@._owner_refs'::pg_catalog.regclass
+						AND a.attname = col AND x.grantee = role) THEN
+		PERFORM @extschema@._owner_ref_acl(role, col, false);
+	END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@._sync_owner_ref(oid, text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._sync_owner_ref(oid, text) IS 'grant or revoke a role''s column of queue._owner_refs as it owns consumers or subscriptions';
+
+/* Every change of an owner, however made (an API call, a cascade, a restore's COPY). */
+CREATE FUNCTION @extschema@._owner_ref_trigger()
+	RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	what text := CASE TG_TABLE_NAME WHEN '_consumers' THEN 'consumer' ELSE 'subscription' END;
+BEGIN
+	IF TG_OP IN ('INSERT', 'UPDATE') THEN
+		PERFORM @extschema@._sync_owner_ref(NEW.owner::oid, what);
+	END IF;
+	IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND OLD.owner::oid <> NEW.owner::oid) THEN
+		PERFORM @extschema@._sync_owner_ref(OLD.owner::oid, what);
+	END IF;
+	RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@._owner_ref_trigger() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._owner_ref_trigger() IS 'keep queue._owner_refs'' grants in step with the owners of consumers and subscriptions';
+CREATE TRIGGER owner_ref AFTER INSERT OR DELETE OR UPDATE OF owner ON @extschema@._consumers
+	FOR EACH ROW EXECUTE FUNCTION @extschema@._owner_ref_trigger();
+CREATE TRIGGER owner_ref AFTER INSERT OR DELETE OR UPDATE OF owner ON @extschema@._subscriptions
+	FOR EACH ROW EXECUTE FUNCTION @extschema@._owner_ref_trigger();
+
+/* DROP OWNED BY roles: their consumers and subscriptions go (role_refs.c calls this). */
+CREATE FUNCTION @extschema@._drop_owned_refs(roles oid[])
+	RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	s record;
+	topic regclass;
+BEGIN
+	FOR s IN DELETE FROM @extschema@._subscriptions r WHERE r.owner::oid = ANY (roles)
+			 RETURNING r.topic_id, r.subscription_id LOOP
+		PERFORM @extschema@._topic_counter_reset(s.topic_id, s.subscription_id, true);
+		topic := pg_catalog.to_regclass(pg_catalog.format('queue_data.t%s', s.topic_id));
+		IF topic IS NOT NULL THEN
+			PERFORM @extschema@._invalidate(topic);
+		END IF;
+	END LOOP;
+	DELETE FROM @extschema@._consumers r WHERE r.owner::oid = ANY (roles);
+	IF FOUND THEN
+		PERFORM @extschema@._invalidate('@extschema@._consumers'::pg_catalog.regclass);
+	END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@._drop_owned_refs(oid[]) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._drop_owned_refs(oid[]) IS 'DROP OWNED: drop the consumers and subscriptions of these roles';
+
+/* REASSIGN OWNED BY roles TO new_owner: theirs become new_owner's (role_refs.c calls this). */
+CREATE FUNCTION @extschema@._reassign_owned_refs(roles oid[], new_owner oid)
+	RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	s record;
+	topic regclass;
+BEGIN
+	FOR s IN UPDATE @extschema@._subscriptions r SET owner = new_owner::pg_catalog.regrole
+			 WHERE r.owner::oid = ANY (roles) AND r.owner::oid <> new_owner
+			 RETURNING r.topic_id LOOP
+		topic := pg_catalog.to_regclass(pg_catalog.format('queue_data.t%s', s.topic_id));
+		IF topic IS NOT NULL THEN
+			PERFORM @extschema@._invalidate(topic);
+		END IF;
+	END LOOP;
+	UPDATE @extschema@._consumers r SET owner = new_owner::pg_catalog.regrole
+	WHERE r.owner::oid = ANY (roles) AND r.owner::oid <> new_owner;
+	IF FOUND THEN
+		PERFORM @extschema@._invalidate('@extschema@._consumers'::pg_catalog.regclass);
+	END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@._reassign_owned_refs(oid[], oid) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._reassign_owned_refs(oid[], oid) IS 'REASSIGN OWNED: give the consumers and subscriptions of these roles to new_owner';
+
+/*
+ * DROP OWNED fires event triggers (REASSIGN OWNED and DROP ROLE do not:
+ * the utility hook sees those).  At its start the table is locked, since
+ * DROP OWNED revokes the roles' columns itself; at its end their
+ * consumers and subscriptions are dropped.  In C: only the statement
+ * names the roles.
+ */
+CREATE FUNCTION @extschema@._drop_owned_trigger()
+	RETURNS event_trigger LANGUAGE C AS 'MODULE_PATHNAME', 'queue_drop_owned_trigger';
+REVOKE ALL ON FUNCTION @extschema@._drop_owned_trigger() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._drop_owned_trigger() IS 'DROP OWNED: drop the consumers and subscriptions of its roles';
+CREATE EVENT TRIGGER queue_drop_owned_start ON ddl_command_start WHEN TAG IN ('DROP OWNED')
+	EXECUTE FUNCTION @extschema@._drop_owned_trigger();
+CREATE EVENT TRIGGER queue_drop_owned_end ON ddl_command_end WHEN TAG IN ('DROP OWNED')
+	EXECUTE FUNCTION @extschema@._drop_owned_trigger();
+
+/* The owners of consumers and subscriptions made before 1.3.1. */
+SELECT @extschema@._sync_owner_ref(o.owner, 'consumer')
+FROM (SELECT DISTINCT c.owner::oid AS owner FROM @extschema@._consumers c) o;
+SELECT @extschema@._sync_owner_ref(o.owner, 'subscription')
+FROM (SELECT DISTINCT s.owner::oid AS owner FROM @extschema@._subscriptions s) o;
