@@ -59,9 +59,11 @@ COMMENT ON FUNCTION @extschema@._owner_ref_acl(oid, text, boolean) IS 'grant or 
  * Grant role its column if it owns a consumer (what = 'consumer') or a
  * subscription ('subscription'); revoke it if not.  The table is locked
  * first (its own mode excludes itself): two changes of one column's ACL at
- * once would fail, and the check of what the role owns sees every commit
- * before it.  A revoke needs that check to see them, so it is left out
- * outside READ COMMITTED (a grant too many only asks for DROP OWNED).
+ * once would fail, and under READ COMMITTED the checks of what the role
+ * owns and holds see every commit before it.  Under REPEATABLE READ and
+ * SERIALIZABLE they may not: an owner is then granted its column even if
+ * it seems to hold it, and never revoked it (a grant too many only asks
+ * for DROP OWNED; a missing one would let the role go).
  */
 CREATE FUNCTION @extschema@._sync_owner_ref(role oid, what text)
 	RETURNS void LANGUAGE plpgsql SECURITY DEFINER
@@ -69,23 +71,27 @@ CREATE FUNCTION @extschema@._sync_owner_ref(role oid, what text)
 #variable_conflict use_variable
 DECLARE
 	col name := what || '_owner';
+	fresh boolean;
 	owns boolean;
+	holds boolean;
 BEGIN
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.oid = role) THEN
 		RETURN;					/* dropped before 1.3.1: nothing left to protect */
 	END IF;
 	LOCK TABLE @extschema@._owner_refs IN SHARE ROW EXCLUSIVE MODE;
+	/* Only READ COMMITTED reads below with a snapshot taken after the lock. */
+	fresh := pg_catalog.current_setting('transaction_isolation') = 'read committed';
 	IF what = 'consumer' THEN
 		owns := EXISTS (SELECT FROM @extschema@._consumers c WHERE c.owner::oid = role);
 	ELSE
 		owns := EXISTS (SELECT FROM @extschema@._subscriptions s WHERE s.owner::oid = role);
 	END IF;
-	IF owns THEN
+	holds := EXISTS (SELECT FROM pg_catalog.pg_attribute a, pg_catalog.aclexplode(a.attacl) x
+					 WHERE a.attrelid = '@extschema@._owner_refs'::pg_catalog.regclass
+					   AND a.attname = col AND x.grantee = role AND x.privilege_type = 'SELECT');
+	IF owns AND NOT (fresh AND holds) THEN
 		PERFORM @extschema@._owner_ref_acl(role, col, true);
-	ELSIF pg_catalog.current_setting('transaction_isolation') = 'read committed'
-		  AND EXISTS (SELECT FROM pg_catalog.pg_attribute a, pg_catalog.aclexplode(a.attacl) x
-					  WHERE a.attrelid = '@extschema@._owner_refs'::pg_catalog.regclass
-						AND a.attname = col AND x.grantee = role) THEN
+	ELSIF NOT owns AND fresh AND holds THEN
 		PERFORM @extschema@._owner_ref_acl(role, col, false);
 	END IF;
 END

@@ -139,6 +139,25 @@ DROP OWNED BY queue_test_rd_sub2, queue_test_rd_heir2;
 DROP ROLE queue_test_rd_sub2, queue_test_rd_heir2;
 SELECT * FROM pg_temp.refs();
 
+----------------------------------------------------------------------
+-- under REPEATABLE READ the last consumer's drop leaves the column (its
+-- check could miss a concurrent create): DROP ROLE is then refused by
+-- PostgreSQL itself, naming the column, until DROP OWNED
+CREATE ROLE queue_test_rd_rr;
+SELECT queue.grant('rd_q', 'queue_test_rd_rr', '{receive}');
+GRANT USAGE ON SCHEMA queue TO queue_test_rd_rr;
+BEGIN ISOLATION LEVEL REPEATABLE READ;
+SET LOCAL ROLE queue_test_rd_rr;
+SELECT queue.create_consumer('rd_rr', 'rd_q', 'public.rd_handler(queue.message[])') > 0 AS created;
+SELECT queue.drop_consumer('rd_rr');
+COMMIT;
+SELECT queue.revoke('rd_q', 'queue_test_rd_rr', '{receive}');
+REVOKE USAGE ON SCHEMA queue FROM queue_test_rd_rr;
+SELECT * FROM pg_temp.refs();
+SELECT pg_temp.err('DROP ROLE queue_test_rd_rr') AS drop_rr;
+DROP OWNED BY queue_test_rd_rr;
+SELECT pg_temp.err('DROP ROLE queue_test_rd_rr') AS drop_rr_after_drop_owned;
+
 SELECT queue.drop('rd_q'), queue.drop_topic('rd_t'), queue.drop_topic('rd_t2');
 DROP FUNCTION public.rd_handler(queue.message[]);
 SELECT count(*) AS roles_left FROM pg_roles WHERE rolname LIKE 'queue_test_rd%';

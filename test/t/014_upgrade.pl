@@ -162,7 +162,7 @@ $before_peek = sql($peek);
 # 1.2 -> 1.3: the queues gain retry_delay '0'; every message unchanged;
 # create and alter take retry_delay; a rolled-back receive now counts; a
 # queue made by 1.0 takes a consumer
-sql('ALTER EXTENSION queue UPDATE');
+sql("ALTER EXTENSION queue UPDATE TO '1.3'");
 is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3', 'updated to 1.3');
 is(sql($peek), $before_peek, '1.3: every message unchanged, in delivery order');
 is(sql("SELECT string_agg(queue_name || '=' || retry_delay, ',' ORDER BY queue_name) FROM queue.queues"),
@@ -194,14 +194,71 @@ is(sql("SELECT consumer_name || ' ' || queue_name || ' ' || state FROM queue.con
 sql("SELECT queue.drop_consumer('up_consumer'); DROP FUNCTION up_handler(queue.message[])");
 $before_peek = sql($peek);
 
+# 1.3 -> 1.3.1: roles that own a consumer or a subscription made by 1.3
+# cannot be dropped any more, from this database or another; one whose
+# owner 1.3 already let go (a dangling OID) does not stop the update
+$node->safe_psql('postgres', q(
+CREATE ROLE up_cons;
+CREATE ROLE up_gone;
+));
+sql(q(
+CREATE FUNCTION up_handler(msgs queue.message[]) RETURNS void LANGUAGE sql AS 'SELECT';
+SELECT queue.create_topic('up_topic');
+GRANT USAGE ON SCHEMA queue TO up_cons, up_gone;
+SELECT queue.grant('up_dlq', r, '{receive, send}') FROM unnest(ARRAY['up_cons', 'up_gone']) r;
+SELECT queue.grant_topic('up_topic', 'up_cons', '{manage}');
+BEGIN;
+SET ROLE up_cons;
+SELECT queue.create_consumer('up_cons_c', 'up_dlq', 'up_handler(queue.message[])');
+SELECT queue.pause_consumer('up_cons_c');
+SELECT queue.subscribe('up_topic', 'up_dlq');
+SET ROLE up_gone;
+SELECT queue.create_consumer('up_gone_c', 'up_dlq', 'up_handler(queue.message[])');
+SELECT queue.pause_consumer('up_gone_c');
+RESET ROLE;
+COMMIT;
+SELECT queue.revoke('up_dlq', r, '{receive, send}') FROM unnest(ARRAY['up_cons', 'up_gone']) r;
+SELECT queue.revoke_topic('up_topic', 'up_cons', '{manage}');
+REVOKE USAGE ON SCHEMA queue FROM up_cons, up_gone;
+));
+$node->safe_psql('postgres', 'DROP ROLE up_gone');
+pass('1.3 let the owner of a consumer go');
+sql("ALTER EXTENSION queue UPDATE TO '1.3.1'");
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3.1', 'updated to 1.3.1');
+is(sql($peek), $before_peek, '1.3.1: every message unchanged, in delivery order');
+is(sql(q(SELECT string_agg(a.attname || ' ' || x.grantee::regrole, ',' ORDER BY a.attname)
+		 FROM pg_attribute a, aclexplode(a.attacl) x WHERE a.attrelid = 'queue._owner_refs'::regclass)),
+	'consumer_owner up_cons,subscription_owner up_cons',
+	'1.3.1: the owner of a consumer and a subscription holds its columns');
+is(sql(q(SELECT count(*) FROM pg_init_privs
+		 WHERE objoid = 'queue._owner_refs'::regclass AND classoid = 'pg_class'::regclass AND objsubid > 0)),
+	'0', '1.3.1: those grants are not initial privileges of the extension');
+for my $db ('old', 'postgres')
+{
+	($rc, $out, $err) = $node->psql($db, "\\set VERBOSITY verbose\nDROP ROLE up_cons");
+	like($err, qr/ERROR:  2BP01: role "up_cons" cannot be dropped because some objects depend on it/,
+		"1.3.1: DROP ROLE of that owner is refused in database $db");
+}
+like($err, qr/DETAIL:  2 objects in database old/, 'the other database counts them');
+($rc, $out, $err) = $node->psql('old', 'DROP ROLE up_cons');
+like($err, qr/owner of consumer "up_cons_c"\nowner of subscription of queue "up_dlq" to topic "up_topic"/,
+	'their own database names them');
+sql(q(
+SELECT queue.drop_consumer(c) FROM unnest(ARRAY['up_cons_c', 'up_gone_c']) c;
+SELECT queue.drop_topic('up_topic');
+DROP FUNCTION up_handler(queue.message[]);
+));
+($rc, $out, $err) = $node->psql('postgres', 'DROP ROLE up_cons');
+is($rc, 0, '1.3.1: without them the role drops');
+
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
 $node->safe_psql('fresh', q(
 CREATE EXTENSION queue;
 GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
 ));
-is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3',
-	'a fresh install is 1.3');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3.1',
+	'a fresh install is 1.3.1');
 sub schema_dump
 {
 	my ($db) = @_;
@@ -253,7 +310,7 @@ like($err, qr/schema "queue" is owned by role "up_squatter", who is not a superu
 is($node->safe_psql('squatted', "SELECT count(*) FROM pg_extension WHERE extname = 'queue'"), '0',
 	'and installs nothing');
 $node->safe_psql('squatted', 'DROP SCHEMA queue; CREATE SCHEMA queue; CREATE EXTENSION queue');
-is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3',
+is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3.1',
 	'a schema queue that a superuser made is used');
 
 $node->stop;
