@@ -7,21 +7,21 @@
  * (queue._subscriptions) is a regrole in our registry, which PostgreSQL
  * does not track.  Roles are cluster-wide and DROP ROLE may run in any
  * database, so the refusal has to come from pg_shdepend: every such owner
- * holds SELECT on a column of the empty table queue._owner_refs
- * (consumer_owner, subscription_owner), a grant PostgreSQL records there
- * like any other.  Triggers on both registries grant it with a role's first
- * consumer or subscription and revoke it with its last (queue--1.3--1.3.1.sql).
+ * holds SELECT on the empty table queue._consumer_owners (or
+ * queue._subscription_owners), a grant PostgreSQL records there like any
+ * other.  Triggers on both registries grant it with a role's first
+ * consumer (subscription) and revoke it with its last
+ * (queue--1.3--1.3.1.sql).
  *
  * What this file adds around those grants:
  *  - the GRANT and REVOKE themselves (queue._owner_ref_acl), never recorded
  *    as initial privileges of the extension even inside an extension script;
  *  - DROP ROLE in a database with the extension: a 2BP01 naming the
  *    consumers and subscriptions, before PostgreSQL's own (which names the
- *    column here and only counts objects in other databases);
- *  - DROP OWNED BY: an event trigger drops the roles' consumers and
- *    subscriptions once PostgreSQL has taken their other objects and
- *    privileges (it also locks queue._owner_refs at the start, as the
- *    triggers do before they change its ACL);
+ *    table here and only counts objects in other databases);
+ *  - DROP OWNED BY: an event trigger at its start drops the roles'
+ *    consumers and subscriptions (and so their privileges on our two
+ *    tables) before PostgreSQL takes their other objects and privileges;
  *  - REASSIGN OWNED BY: fires no event trigger, so the utility hook gives
  *    the roles' consumers and subscriptions to the new owner afterwards.
  *
@@ -59,31 +59,37 @@ PG_FUNCTION_INFO_V1(queue_drop_owned_trigger);
 #define ROLE_REFS_REPORTED 50
 
 /*
- * queue._owner_ref_acl(role, col, granted): GRANT (or REVOKE) SELECT (col)
- * ON queue._owner_refs TO (FROM) role.  Inside an extension script
+ * queue._owner_ref_acl(role, what, granted): GRANT (or REVOKE) SELECT ON
+ * queue._consumer_owners (what = 'consumer') or queue._subscription_owners
+ * ('subscription') TO (FROM) role.  Inside an extension script
  * PostgreSQL would record the grant in pg_init_privs as one the extension
  * made: pg_dump would leave it out, and before 17 nothing removes a dropped
  * role from there.  So the statement runs with creating_extension off; a
  * GRANT creates no object that would need to join the extension.  Only
- * the two columns and an existing role's quoted name enter the statement.
+ * the two table names and an existing role's quoted name enter the
+ * statement.
  * Not granted to PUBLIC.
  */
 Datum
 queue_owner_ref_acl_sql(PG_FUNCTION_ARGS)
 {
 	Oid			role = PG_GETARG_OID(0);
-	char	   *col = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	char	   *what = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	bool		granted = PG_GETARG_BOOL(2);
 	bool		save_creating = creating_extension;
+	const char *table;
 	StringInfoData sql;
 	volatile int rc = 0;
 
-	if (strcmp(col, "consumer_owner") != 0 && strcmp(col, "subscription_owner") != 0)
-		elog(ERROR, "queue._owner_refs has no column \"%s\"", col);
+	if (strcmp(what, "consumer") == 0)
+		table = "queue._consumer_owners";
+	else if (strcmp(what, "subscription") == 0)
+		table = "queue._subscription_owners";
+	else
+		elog(ERROR, "unknown owner reference \"%s\"", what);
 	initStringInfo(&sql);
-	appendStringInfo(&sql, granted ? "GRANT SELECT (%s) ON queue._owner_refs TO %s"
-					 : "REVOKE SELECT (%s) ON queue._owner_refs FROM %s",
-					 col, quote_identifier(GetUserNameFromId(role, false)));
+	appendStringInfo(&sql, granted ? "GRANT SELECT ON %s TO %s" : "REVOKE SELECT ON %s FROM %s",
+					 table, quote_identifier(GetUserNameFromId(role, false)));
 
 	SPI_connect();
 	creating_extension = false;
@@ -139,16 +145,20 @@ call_registry_function(const char *fn, int nargs, Oid *types, Datum *values)
 	StringInfoData sql;
 	int			rc;
 
+	/* As the tables' owner first: the caller may lack USAGE on schema queue. */
+	queue_enter(&call);
 	if (!OidIsValid(LookupFuncName(list_make2(makeString("queue"), makeString(pstrdup(fn))),
 								   nargs, types, true)))
+	{
+		queue_leave(&call);
 		return;
+	}
 	initStringInfo(&sql);
 	appendStringInfo(&sql, "SELECT queue.%s(", fn);
 	for (int i = 0; i < nargs; i++)
 		appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
 	appendStringInfoChar(&sql, ')');
 
-	queue_enter(&call);
 	SPI_connect();
 	rc = SPI_execute_with_args(sql.data, nargs, types, values, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
@@ -158,47 +168,42 @@ call_registry_function(const char *fn, int nargs, Oid *types, Datum *values)
 }
 
 /*
- * queue._drop_owned_trigger(), an event trigger on DROP OWNED: at
- * ddl_command_start it takes the lock under which the ACL of
- * queue._owner_refs changes, since DROP OWNED revokes the roles' columns
- * there; at ddl_command_end, PostgreSQL having checked the caller's right
- * to drop the roles' objects and dropped them, it drops the roles'
- * consumers and subscriptions (queue._drop_owned_refs).
+ * queue._drop_owned_trigger(), an event trigger on DROP OWNED, at
+ * ddl_command_start: when the caller may drop the roles' objects (has the
+ * privileges of each role, what DROP OWNED itself checks next; otherwise
+ * it refuses and nothing is done), their consumers and subscriptions go
+ * (queue._drop_owned_refs), and with them the roles' privileges on
+ * queue._consumer_owners and _subscription_owners, under the locks under
+ * which those change.  Should DROP OWNED fail afterwards, its transaction
+ * takes all of it back.  Only at the start: a ddl_command_end trigger
+ * would make PostgreSQL collect every DDL command of every session.
  */
 Datum
 queue_drop_owned_trigger(PG_FUNCTION_ARGS)
 {
 	EventTriggerData *trigdata;
+	DropOwnedStmt *stmt;
+	Oid			types[1] = {OIDARRAYOID};
+	Datum		values[1];
+	ListCell   *lc;
 
 	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
 		ereport(ERROR,
 				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
 				 errmsg("queue._drop_owned_trigger() may only be called as an event trigger")));
 	trigdata = (EventTriggerData *) fcinfo->context;
-	if (!IsA(trigdata->parsetree, DropOwnedStmt) || !has_registry("_owner_refs"))
+	if (!IsA(trigdata->parsetree, DropOwnedStmt) || !has_registry("_consumer_owners"))
 		PG_RETURN_VOID();
-
-	if (strcmp(trigdata->event, "ddl_command_start") == 0)
+	stmt = (DropOwnedStmt *) trigdata->parsetree;
+	foreach(lc, stmt->roles)
 	{
-		QueueCall	call;
-		int			rc;
+		Oid			role = get_rolespec_oid(lfirst(lc), true);
 
-		queue_enter(&call);
-		SPI_connect();
-		rc = SPI_execute("LOCK TABLE queue._owner_refs IN SHARE ROW EXCLUSIVE MODE", false, 0);
-		if (rc != SPI_OK_UTILITY)
-			elog(ERROR, "LOCK TABLE queue._owner_refs failed: %s", SPI_result_code_string(rc));
-		SPI_finish();
-		queue_leave(&call);
+		if (!OidIsValid(role) || !has_privs_of_role(GetUserId(), role))
+			PG_RETURN_VOID();	/* DROP OWNED refuses: leave it to say why */
 	}
-	else if (strcmp(trigdata->event, "ddl_command_end") == 0)
-	{
-		Oid			types[1] = {OIDARRAYOID};
-		Datum		values[1];
-
-		values[0] = role_array(((DropOwnedStmt *) trigdata->parsetree)->roles);
-		call_registry_function("_drop_owned_refs", 1, types, values);
-	}
+	values[0] = role_array(stmt->roles);
+	call_registry_function("_drop_owned_refs", 1, types, values);
 	PG_RETURN_VOID();
 }
 
@@ -295,7 +300,7 @@ queue_role_refs_utility(Node *stmt, bool done)
 {
 	if (!done && IsA(stmt, DropRoleStmt))
 		check_drop_role((DropRoleStmt *) stmt);
-	else if (done && IsA(stmt, ReassignOwnedStmt) && has_registry("_owner_refs"))
+	else if (done && IsA(stmt, ReassignOwnedStmt) && has_registry("_consumer_owners"))
 	{
 		ReassignOwnedStmt *r = (ReassignOwnedStmt *) stmt;
 		Oid			types[2] = {OIDARRAYOID, OIDOID};

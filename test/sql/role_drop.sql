@@ -1,7 +1,7 @@
 -- role_drop: a role that owns a consumer or a subscription cannot be
 -- dropped, as for queues (DESIGN.md "Consumers", "Access").  Each such
--- owner holds SELECT on a column of queue._owner_refs, which PostgreSQL
--- records in pg_shdepend (so DROP ROLE fails in every database: TAP
+-- owner holds SELECT on queue._consumer_owners (_subscription_owners),
+-- which PostgreSQL records in pg_shdepend (so DROP ROLE fails in every database: TAP
 -- 013_dump_restore checks another one); here, in the extension's database,
 -- DROP ROLE names the consumers and subscriptions.  DROP OWNED drops them,
 -- REASSIGN OWNED moves them, and the grant goes with a role's last one
@@ -24,14 +24,16 @@ EXCEPTION WHEN OTHERS THEN
 END
 $$;
 
--- Who holds which column of queue._owner_refs, and pg_shdepend's entries.
-CREATE FUNCTION pg_temp.refs() RETURNS TABLE (col name, grantee text, shdepend bigint) LANGUAGE sql AS $$
-	SELECT a.attname, x.grantee::regrole::text,
+-- Who holds SELECT on queue._consumer_owners and _subscription_owners,
+-- and pg_shdepend's entries for it.
+CREATE FUNCTION pg_temp.refs() RETURNS TABLE (tbl name, grantee text, shdepend bigint) LANGUAGE sql AS $$
+	SELECT c.relname, x.grantee::regrole::text,
 		   (SELECT count(*) FROM pg_shdepend d
-			WHERE d.classid = 'pg_class'::regclass AND d.objid = a.attrelid
-			  AND d.objsubid = a.attnum AND d.refobjid = x.grantee)
-	FROM pg_attribute a, aclexplode(a.attacl) x
-	WHERE a.attrelid = 'queue._owner_refs'::regclass AND a.attnum > 0
+			WHERE d.classid = 'pg_class'::regclass AND d.objid = c.oid AND d.objsubid = 0
+			  AND d.refobjid = x.grantee AND d.deptype = 'a')
+	FROM pg_class c, aclexplode(c.relacl) x
+	WHERE c.oid IN ('queue._consumer_owners'::regclass, 'queue._subscription_owners'::regclass)
+	  AND x.grantee <> c.relowner
 	ORDER BY 1, 2
 $$;
 
@@ -68,7 +70,7 @@ SELECT queue.pause_consumer('rd_c2');
 SELECT queue.subscribe('rd_t2', 'rd_q2') > 0 AS subscribed;
 RESET ROLE;
 
--- each owner holds its column, recorded in pg_shdepend
+-- each owner holds its privilege, recorded in pg_shdepend
 SELECT * FROM pg_temp.refs();
 
 -- every grant of theirs revoked: only the consumers and subscriptions remain
@@ -111,7 +113,7 @@ SELECT pg_temp.err('DROP ROLE queue_test_rd_sub') AS drop_sub_after_drop_owned;
 SELECT * FROM pg_temp.refs();
 
 ----------------------------------------------------------------------
--- the column goes with the last consumer (drop_consumer) and the last
+-- the privilege goes with the last consumer (drop_consumer) and the last
 -- subscription (a dropped queue takes it)
 SELECT queue.drop_consumer('rd_c2');
 SELECT * FROM pg_temp.refs();
@@ -140,9 +142,9 @@ DROP ROLE queue_test_rd_sub2, queue_test_rd_heir2;
 SELECT * FROM pg_temp.refs();
 
 ----------------------------------------------------------------------
--- under REPEATABLE READ the last consumer's drop leaves the column (its
+-- under REPEATABLE READ the last consumer's drop leaves the privilege (its
 -- check could miss a concurrent create): DROP ROLE is then refused by
--- PostgreSQL itself, naming the column, until DROP OWNED
+-- PostgreSQL itself, naming the table, until DROP OWNED
 CREATE ROLE queue_test_rd_rr;
 SELECT queue.grant('rd_q', 'queue_test_rd_rr', '{receive}');
 GRANT USAGE ON SCHEMA queue TO queue_test_rd_rr;
@@ -157,6 +159,27 @@ SELECT * FROM pg_temp.refs();
 SELECT pg_temp.err('DROP ROLE queue_test_rd_rr') AS drop_rr;
 DROP OWNED BY queue_test_rd_rr;
 SELECT pg_temp.err('DROP ROLE queue_test_rd_rr') AS drop_rr_after_drop_owned;
+
+----------------------------------------------------------------------
+-- DROP OWNED BY itself, run by a role without superuser nor USAGE on
+-- schema queue: the event trigger drops its consumer (and revokes its
+-- privilege, which PostgreSQL, revoking as that role, could not), and the
+-- role drops
+CREATE ROLE queue_test_rd_self;
+SELECT queue.grant('rd_q', 'queue_test_rd_self', '{receive}');
+GRANT USAGE ON SCHEMA queue TO queue_test_rd_self;
+SET ROLE queue_test_rd_self;
+SELECT queue.create_consumer('rd_self', 'rd_q', 'public.rd_handler(queue.message[])') > 0 AS created;
+SELECT queue.pause_consumer('rd_self');
+RESET ROLE;
+SELECT queue.revoke('rd_q', 'queue_test_rd_self', '{receive}');
+REVOKE USAGE ON SCHEMA queue FROM queue_test_rd_self;
+SET ROLE queue_test_rd_self;
+DROP OWNED BY queue_test_rd_self;
+RESET ROLE;
+SELECT count(*) AS rd_self_left FROM queue._consumers WHERE consumer_name = 'rd_self';
+SELECT * FROM pg_temp.refs();
+SELECT pg_temp.err('DROP ROLE queue_test_rd_self') AS drop_self;
 
 SELECT queue.drop('rd_q'), queue.drop_topic('rd_t'), queue.drop_topic('rd_t2');
 DROP FUNCTION public.rd_handler(queue.message[]);

@@ -188,7 +188,7 @@ $src->command_ok([ 'pg_dump', '-d', $src->connstr('shop'), '-f', "$tmp/shop.sql"
 my $plain = slurp_file("$tmp/shop.sql");
 ok(index(lc($plain), lc($key)) < 0, 'the receipt key is not in the dump');
 like($plain, qr/GRANT INSERT ON TABLE queue_data\.q\d+ TO app_sender/, 'grants are dumped by role name');
-like($plain, qr/GRANT SELECT\(consumer_owner\) ON TABLE queue\._owner_refs TO app_worker/,
+like($plain, qr/GRANT SELECT ON TABLE queue\._consumer_owners TO app_worker/,
 	'consumers: the owner\'s grant is dumped by role name');
 
 # another cluster, whose OIDs differ: it made tables of its own first

@@ -226,12 +226,15 @@ pass('1.3 let the owner of a consumer go');
 sql("ALTER EXTENSION queue UPDATE TO '1.3.1'");
 is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3.1', 'updated to 1.3.1');
 is(sql($peek), $before_peek, '1.3.1: every message unchanged, in delivery order');
-is(sql(q(SELECT string_agg(a.attname || ' ' || x.grantee::regrole, ',' ORDER BY a.attname)
-		 FROM pg_attribute a, aclexplode(a.attacl) x WHERE a.attrelid = 'queue._owner_refs'::regclass)),
-	'consumer_owner up_cons,subscription_owner up_cons',
-	'1.3.1: the owner of a consumer and a subscription holds its columns');
-is(sql(q(SELECT count(*) FROM pg_init_privs
-		 WHERE objoid = 'queue._owner_refs'::regclass AND classoid = 'pg_class'::regclass AND objsubid > 0)),
+is(sql(q(SELECT string_agg(c.relname || ' ' || x.grantee::regrole, ',' ORDER BY c.relname)
+		 FROM pg_class c, aclexplode(c.relacl) x
+		 WHERE c.oid IN ('queue._consumer_owners'::regclass, 'queue._subscription_owners'::regclass)
+		   AND x.grantee <> c.relowner)),
+	'_consumer_owners up_cons,_subscription_owners up_cons',
+	'1.3.1: the owner of a consumer and a subscription holds SELECT on their tables');
+is(sql(q(SELECT count(*) FROM pg_init_privs i, aclexplode(i.initprivs) x
+		 WHERE i.objoid IN ('queue._consumer_owners'::regclass, 'queue._subscription_owners'::regclass)
+		   AND i.classoid = 'pg_class'::regclass AND x.grantee = 'up_cons'::regrole)),
 	'0', '1.3.1: those grants are not initial privileges of the extension');
 for my $db ('old', 'postgres')
 {
