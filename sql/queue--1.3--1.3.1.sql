@@ -67,3 +67,192 @@ CREATE VIEW @extschema@.consumers WITH (security_barrier) AS
 	WHERE @extschema@._may_see(c.queue_id);
 COMMENT ON VIEW @extschema@.consumers IS 'consumers of the queues the current role holds a privilege on, with their state and counters';
 GRANT SELECT ON @extschema@.consumers TO PUBLIC;
+
+
+/* ------------------------------------------------------------------------
+ * Roles that own a consumer or a subscription cannot be dropped
+ * (DESIGN.md "Consumers", "Access"; role_refs.c)
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * The owner of a consumer or a subscription is a regrole in our registry,
+ * which PostgreSQL does not track: DROP ROLE would leave a dangling OID.
+ * Roles are cluster-wide, so only pg_shdepend can refuse a DROP ROLE run
+ * in another database.  PostgreSQL records an entry there for every
+ * grantee of a privilege, so each such owner holds a harmless one: SELECT
+ * on one of the two empty tables below, granted with its first consumer
+ * (subscription) and revoked with its last.  DROP ROLE then fails with
+ * 2BP01, naming the table here (role_refs.c names the consumers and
+ * subscriptions first) and counting it in another database; pg_dump
+ * writes the grants by role name; DROP OWNED takes them away, and the
+ * event trigger below drops the role's consumers and subscriptions with
+ * them; REASSIGN OWNED moves them (role_refs.c, from the utility hook).
+ *
+ * A table privilege, not a column's: DROP OWNED BY a role run by that role
+ * (or a member) revokes the role's privileges as its runner, which must
+ * hold some privilege on the table itself, or PostgreSQL refuses with
+ * 42501 where a column privilege is all there is.
+ */
+CREATE TABLE @extschema@._consumer_owners ();
+CREATE TABLE @extschema@._subscription_owners ();
+REVOKE ALL ON @extschema@._consumer_owners, @extschema@._subscription_owners FROM PUBLIC;
+COMMENT ON TABLE @extschema@._consumer_owners IS 'always empty: the owners of consumers hold SELECT on it, so PostgreSQL refuses to drop them';
+COMMENT ON TABLE @extschema@._subscription_owners IS 'always empty: the owners of subscriptions hold SELECT on it, so PostgreSQL refuses to drop them';
+
+CREATE INDEX ON @extschema@._consumers (owner);
+CREATE INDEX ON @extschema@._subscriptions (owner);
+
+/*
+ * The GRANT or REVOKE itself, in C (role_refs.c): run inside an extension
+ * script (the end of this file, a later update; a restore's CREATE
+ * EXTENSION holds no rows), PostgreSQL would record a grant as one of the
+ * extension's initial privileges, which pg_dump leaves out and which
+ * (before 17) keeps the role's OID after the role is gone.  These grants
+ * are never initial; the C function says so while it runs the statement.
+ */
+CREATE FUNCTION @extschema@._owner_ref_acl(role oid, what text, granted boolean)
+	RETURNS void LANGUAGE C STRICT AS 'MODULE_PATHNAME', 'queue_owner_ref_acl_sql';
+REVOKE ALL ON FUNCTION @extschema@._owner_ref_acl(oid, text, boolean) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._owner_ref_acl(oid, text, boolean) IS 'grant or revoke SELECT on queue._consumer_owners or _subscription_owners, never as an initial privilege';
+
+/*
+ * Grant role SELECT on _consumer_owners if it owns a consumer (what =
+ * 'consumer'), on _subscription_owners if it owns a subscription
+ * ('subscription'); revoke it if not.  Both tables are locked first, in
+ * that order (the mode excludes itself): two changes of one table's ACL at
+ * once would fail, and under READ COMMITTED the checks of what the role
+ * owns and holds see every commit before it.  Under REPEATABLE READ and
+ * SERIALIZABLE they may not: an owner is then granted its privilege even
+ * if it seems to hold it, and never revoked it (a grant too many only asks
+ * for DROP OWNED; a missing one would let the role go).
+ */
+CREATE FUNCTION @extschema@._sync_owner_ref(role oid, what text)
+	RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+	tbl regclass;
+	fresh boolean;
+	owns boolean;
+	holds boolean;
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_roles r WHERE r.oid = role) THEN
+		RETURN;					/* dropped before 1.3.1: nothing left to protect */
+	END IF;
+	LOCK TABLE @extschema@._consumer_owners, @extschema@._subscription_owners IN SHARE ROW EXCLUSIVE MODE;
+	/* Only READ COMMITTED reads below with a snapshot taken after the lock. */
+	fresh := pg_catalog.current_setting('transaction_isolation') = 'read committed';
+	IF what = 'consumer' THEN
+		tbl := '@extschema@._consumer_owners'::pg_catalog.regclass;
+		owns := EXISTS (SELECT FROM @extschema@._consumers c WHERE c.owner::oid = role);
+	ELSE
+		tbl := '@extschema@._subscription_owners'::pg_catalog.regclass;
+		owns := EXISTS (SELECT FROM @extschema@._subscriptions s WHERE s.owner::oid = role);
+	END IF;
+	holds := EXISTS (SELECT FROM pg_catalog.pg_class k, pg_catalog.aclexplode(k.relacl) x
+					 WHERE k.oid = tbl AND x.grantee = role AND x.privilege_type = 'SELECT');
+	IF owns AND NOT (fresh AND holds) THEN
+		PERFORM @extschema@._owner_ref_acl(role, what, true);
+	ELSIF NOT owns AND fresh AND holds THEN
+		PERFORM @extschema@._owner_ref_acl(role, what, false);
+	END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@._sync_owner_ref(oid, text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._sync_owner_ref(oid, text) IS 'grant or revoke a role SELECT on queue._consumer_owners or _subscription_owners as it owns consumers or subscriptions';
+
+/* Every change of an owner, however made (an API call, a cascade, a restore's COPY). */
+CREATE FUNCTION @extschema@._owner_ref_trigger()
+	RETURNS trigger LANGUAGE plpgsql SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	what text := CASE TG_TABLE_NAME WHEN '_consumers' THEN 'consumer' ELSE 'subscription' END;
+BEGIN
+	IF TG_OP IN ('INSERT', 'UPDATE') THEN
+		PERFORM @extschema@._sync_owner_ref(NEW.owner::oid, what);
+	END IF;
+	IF TG_OP = 'DELETE' OR (TG_OP = 'UPDATE' AND OLD.owner::oid <> NEW.owner::oid) THEN
+		PERFORM @extschema@._sync_owner_ref(OLD.owner::oid, what);
+	END IF;
+	RETURN NULL;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@._owner_ref_trigger() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._owner_ref_trigger() IS 'keep the grants on queue._consumer_owners and _subscription_owners in step with the owners of consumers and subscriptions';
+CREATE TRIGGER owner_ref AFTER INSERT OR DELETE OR UPDATE OF owner ON @extschema@._consumers
+	FOR EACH ROW EXECUTE FUNCTION @extschema@._owner_ref_trigger();
+CREATE TRIGGER owner_ref AFTER INSERT OR DELETE OR UPDATE OF owner ON @extschema@._subscriptions
+	FOR EACH ROW EXECUTE FUNCTION @extschema@._owner_ref_trigger();
+
+/* DROP OWNED BY roles: their consumers and subscriptions go (role_refs.c calls this). */
+CREATE FUNCTION @extschema@._drop_owned_refs(roles oid[])
+	RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	s record;
+	topic regclass;
+BEGIN
+	FOR s IN DELETE FROM @extschema@._subscriptions r WHERE r.owner::oid = ANY (roles)
+			 RETURNING r.topic_id, r.subscription_id LOOP
+		PERFORM @extschema@._topic_counter_reset(s.topic_id, s.subscription_id, true);
+		topic := pg_catalog.to_regclass(pg_catalog.format('queue_data.t%s', s.topic_id));
+		IF topic IS NOT NULL THEN
+			PERFORM @extschema@._invalidate(topic);
+		END IF;
+	END LOOP;
+	DELETE FROM @extschema@._consumers r WHERE r.owner::oid = ANY (roles);
+	IF FOUND THEN
+		PERFORM @extschema@._invalidate('@extschema@._consumers'::pg_catalog.regclass);
+	END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@._drop_owned_refs(oid[]) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._drop_owned_refs(oid[]) IS 'DROP OWNED: drop the consumers and subscriptions of these roles';
+
+/* REASSIGN OWNED BY roles TO new_owner: theirs become new_owner's (role_refs.c calls this). */
+CREATE FUNCTION @extschema@._reassign_owned_refs(roles oid[], new_owner oid)
+	RETURNS void LANGUAGE plpgsql SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp AS $$
+DECLARE
+	s record;
+	topic regclass;
+BEGIN
+	FOR s IN UPDATE @extschema@._subscriptions r SET owner = new_owner::pg_catalog.regrole
+			 WHERE r.owner::oid = ANY (roles) AND r.owner::oid <> new_owner
+			 RETURNING r.topic_id LOOP
+		topic := pg_catalog.to_regclass(pg_catalog.format('queue_data.t%s', s.topic_id));
+		IF topic IS NOT NULL THEN
+			PERFORM @extschema@._invalidate(topic);
+		END IF;
+	END LOOP;
+	UPDATE @extschema@._consumers r SET owner = new_owner::pg_catalog.regrole
+	WHERE r.owner::oid = ANY (roles) AND r.owner::oid <> new_owner;
+	IF FOUND THEN
+		PERFORM @extschema@._invalidate('@extschema@._consumers'::pg_catalog.regclass);
+	END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@._reassign_owned_refs(oid[], oid) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._reassign_owned_refs(oid[], oid) IS 'REASSIGN OWNED: give the consumers and subscriptions of these roles to new_owner';
+
+/*
+ * DROP OWNED fires event triggers (REASSIGN OWNED and DROP ROLE do not:
+ * the utility hook sees those).  At its start, when the caller may drop
+ * the roles' objects, their consumers and subscriptions are dropped, and
+ * with them their privileges on the two tables above, before DROP OWNED
+ * revokes its way through the roles' privileges.  In C: only the statement
+ * names the roles.
+ */
+CREATE FUNCTION @extschema@._drop_owned_trigger()
+	RETURNS event_trigger LANGUAGE C AS 'MODULE_PATHNAME', 'queue_drop_owned_trigger';
+REVOKE ALL ON FUNCTION @extschema@._drop_owned_trigger() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._drop_owned_trigger() IS 'DROP OWNED: drop the consumers and subscriptions of its roles';
+CREATE EVENT TRIGGER queue_drop_owned ON ddl_command_start WHEN TAG IN ('DROP OWNED')
+	EXECUTE FUNCTION @extschema@._drop_owned_trigger();
+
+/* The owners of consumers and subscriptions made before 1.3.1. */
+SELECT @extschema@._sync_owner_ref(o.owner, 'consumer')
+FROM (SELECT DISTINCT c.owner::oid AS owner FROM @extschema@._consumers c) o;
+SELECT @extschema@._sync_owner_ref(o.owner, 'subscription')
+FROM (SELECT DISTINCT s.owner::oid AS owner FROM @extschema@._subscriptions s) o;

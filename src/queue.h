@@ -488,6 +488,9 @@ extern void queue_sweep_new(SweptQueue *sq);
 extern void queue_sweep_due_now(SweptQueue *sq);
 extern void queue_sweep_pass(QueueRow *q, SweptQueue *sq, MemoryContext cxt);
 
+/* role_refs.c */
+extern void queue_role_refs_utility(Node *stmt, bool done);
+
 /* worker.c */
 extern bool queue_worker_enabled;
 extern int	queue_sweep_interval;

@@ -394,6 +394,7 @@ queue_utility_hook(PlannedStmt *pstmt, const char *queryString,
 	else if (IsA(stmt, RenameStmt) &&
 			 ((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
 		stop_worker_of(((RenameStmt *) stmt)->subname);
+	queue_role_refs_utility(stmt, false);
 
 	if (prev_utility_hook)
 		prev_utility_hook(pstmt, queryString, readOnlyTree, context, params,
@@ -403,6 +404,7 @@ queue_utility_hook(PlannedStmt *pstmt, const char *queryString,
 								params, queryEnv, dest, qc);
 
 	/* Only once PostgreSQL finished it: an error skips this. */
+	queue_role_refs_utility(stmt, true);
 	if (finish_gid[0] != '\0')
 	{
 		queue_finish_prepared(finish_gid, finish_commit);

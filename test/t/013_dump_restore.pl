@@ -22,6 +22,7 @@ $src->start;
 my $roles = q(
 CREATE ROLE app_sender LOGIN;
 CREATE ROLE app_receiver LOGIN;
+CREATE ROLE app_worker LOGIN;
 );
 $src->safe_psql('postgres', $roles . q(
 CREATE DATABASE shop;
@@ -109,6 +110,33 @@ SELECT queue.pause_consumer('c_orders');
 RESET ROLE;
 COMMIT;
 ));
+# app_worker owns a consumer and nothing else: its grants are gone, so only
+# the consumer keeps DROP ROLE from dropping it (1.3.1)
+$src->safe_psql('shop', q(
+GRANT USAGE ON SCHEMA queue TO app_worker;
+SELECT queue.grant('news_q', 'app_worker', '{receive}');
+BEGIN;
+SET ROLE app_worker;
+SELECT queue.create_consumer('c_worker', 'news_q', 'public.handle(queue.message[])');
+SELECT queue.pause_consumer('c_worker');
+RESET ROLE;
+COMMIT;
+SELECT queue.revoke('news_q', 'app_worker', '{receive}');
+REVOKE USAGE ON SCHEMA queue FROM app_worker;
+));
+# roles are cluster-wide: refused from the postgres database too
+sub drop_role_refused
+{
+	my ($node, $db, $role, $what) = @_;
+	my ($rc, $out, $err) = $node->psql($db, "\\set VERBOSITY verbose\nDROP ROLE $role");
+	like($err, qr/ERROR:  2BP01: role "$role" cannot be dropped because some objects depend on it/,
+		"$what: DROP ROLE $role in database $db is refused");
+	return $err;
+}
+like(drop_role_refused($src, 'postgres', 'app_worker', 'consumers'),
+	qr/DETAIL:  1 object in database shop/, 'consumers: and counts the consumer\'s grant in shop');
+like(drop_role_refused($src, 'shop', 'app_worker', 'consumers'),
+	qr/DETAIL:  owner of consumer "c_worker"/, 'consumers: which shop names');
 my $consumers = q(
 SELECT string_agg(format('%s %s %s %s %s %s %s', consumer_name, queue_name, handler, role, batch_size,
 						 concurrency, state), E'\n' ORDER BY consumer_name)
@@ -160,6 +188,8 @@ $src->command_ok([ 'pg_dump', '-d', $src->connstr('shop'), '-f', "$tmp/shop.sql"
 my $plain = slurp_file("$tmp/shop.sql");
 ok(index(lc($plain), lc($key)) < 0, 'the receipt key is not in the dump');
 like($plain, qr/GRANT INSERT ON TABLE queue_data\.q\d+ TO app_sender/, 'grants are dumped by role name');
+like($plain, qr/GRANT SELECT ON TABLE queue\._consumer_owners TO app_worker/,
+	'consumers: the owner\'s grant is dumped by role name');
 
 # another cluster, whose OIDs differ: it made tables of its own first
 my $dst = PostgreSQL::Test::Cluster->new('dump_target');
@@ -198,7 +228,13 @@ for my $db ('shop', 'shop2')
 for my $db ('shop', 'shop2')
 {
 	is($dst->safe_psql($db, $consumers), $src_consumers, "$db: consumers with their attributes");
+	# and the owner of one cannot be dropped (1.3.1), here or from postgres
+	like(drop_role_refused($dst, $db, 'app_worker', "$db restored"),
+		qr/DETAIL:  owner of consumer "c_worker"/, "$db: names the consumer");
 }
+my $dst_err = drop_role_refused($dst, 'postgres', 'app_worker', 'restored');
+ok($dst_err =~ /1 object in database shop$/m && $dst_err =~ /1 object in database shop2$/m,
+	'restored: both databases hold the consumer\'s grant');
 # --- end of consumers (1.3)
 
 # drive the API on the pg_restore'd copy

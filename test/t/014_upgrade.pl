@@ -216,6 +216,66 @@ DROP SCHEMA up_app;
 ));
 $before_peek = sql($peek);
 
+# 1.3 -> 1.3.1: roles that own a consumer or a subscription made by 1.3
+# cannot be dropped any more, from this database or another; one whose
+# owner 1.3 already let go (a dangling OID) does not stop the update
+$node->safe_psql('postgres', q(
+CREATE ROLE up_cons;
+CREATE ROLE up_gone;
+));
+sql(q(
+CREATE FUNCTION up_handler(msgs queue.message[]) RETURNS void LANGUAGE sql AS 'SELECT';
+SELECT queue.create_topic('up_topic');
+GRANT USAGE ON SCHEMA queue TO up_cons, up_gone;
+SELECT queue.grant('up_dlq', r, '{receive, send}') FROM unnest(ARRAY['up_cons', 'up_gone']) r;
+SELECT queue.grant_topic('up_topic', 'up_cons', '{manage}');
+BEGIN;
+SET ROLE up_cons;
+SELECT queue.create_consumer('up_cons_c', 'up_dlq', 'up_handler(queue.message[])');
+SELECT queue.pause_consumer('up_cons_c');
+SELECT queue.subscribe('up_topic', 'up_dlq');
+SET ROLE up_gone;
+SELECT queue.create_consumer('up_gone_c', 'up_dlq', 'up_handler(queue.message[])');
+SELECT queue.pause_consumer('up_gone_c');
+RESET ROLE;
+COMMIT;
+SELECT queue.revoke('up_dlq', r, '{receive, send}') FROM unnest(ARRAY['up_cons', 'up_gone']) r;
+SELECT queue.revoke_topic('up_topic', 'up_cons', '{manage}');
+REVOKE USAGE ON SCHEMA queue FROM up_cons, up_gone;
+));
+$node->safe_psql('postgres', 'DROP ROLE up_gone');
+pass('1.3 let the owner of a consumer go');
+sql("ALTER EXTENSION queue UPDATE TO '1.3.1'");
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3.1', 'updated to 1.3.1');
+is(sql($peek), $before_peek, '1.3.1: every message unchanged, in delivery order');
+is(sql(q(SELECT string_agg(c.relname || ' ' || x.grantee::regrole, ',' ORDER BY c.relname)
+		 FROM pg_class c, aclexplode(c.relacl) x
+		 WHERE c.oid IN ('queue._consumer_owners'::regclass, 'queue._subscription_owners'::regclass)
+		   AND x.grantee <> c.relowner)),
+	'_consumer_owners up_cons,_subscription_owners up_cons',
+	'1.3.1: the owner of a consumer and a subscription holds SELECT on their tables');
+is(sql(q(SELECT count(*) FROM pg_init_privs i, aclexplode(i.initprivs) x
+		 WHERE i.objoid IN ('queue._consumer_owners'::regclass, 'queue._subscription_owners'::regclass)
+		   AND i.classoid = 'pg_class'::regclass AND x.grantee = 'up_cons'::regrole)),
+	'0', '1.3.1: those grants are not initial privileges of the extension');
+for my $db ('old', 'postgres')
+{
+	($rc, $out, $err) = $node->psql($db, "\\set VERBOSITY verbose\nDROP ROLE up_cons");
+	like($err, qr/ERROR:  2BP01: role "up_cons" cannot be dropped because some objects depend on it/,
+		"1.3.1: DROP ROLE of that owner is refused in database $db");
+}
+like($err, qr/DETAIL:  2 objects in database old/, 'the other database counts them');
+($rc, $out, $err) = $node->psql('old', 'DROP ROLE up_cons');
+like($err, qr/owner of consumer "up_cons_c"\nowner of subscription of queue "up_dlq" to topic "up_topic"/,
+	'their own database names them');
+sql(q(
+SELECT queue.drop_consumer(c) FROM unnest(ARRAY['up_cons_c', 'up_gone_c']) c;
+SELECT queue.drop_topic('up_topic');
+DROP FUNCTION up_handler(queue.message[]);
+));
+($rc, $out, $err) = $node->psql('postgres', 'DROP ROLE up_cons');
+is($rc, 0, '1.3.1: without them the role drops');
+
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
 $node->safe_psql('fresh', q(

@@ -1,0 +1,313 @@
+/*-------------------------------------------------------------------------
+ *
+ * role_refs.c
+ *	  Roles that own a consumer or a subscription cannot be dropped.
+ *
+ * The owner of a consumer (queue._consumers) or a subscription
+ * (queue._subscriptions) is a regrole in our registry, which PostgreSQL
+ * does not track.  Roles are cluster-wide and DROP ROLE may run in any
+ * database, so the refusal has to come from pg_shdepend: every such owner
+ * holds SELECT on the empty table queue._consumer_owners (or
+ * queue._subscription_owners), a grant PostgreSQL records there like any
+ * other.  Triggers on both registries grant it with a role's first
+ * consumer (subscription) and revoke it with its last
+ * (queue--1.3--1.3.1.sql).
+ *
+ * What this file adds around those grants:
+ *  - the GRANT and REVOKE themselves (queue._owner_ref_acl), never recorded
+ *    as initial privileges of the extension even inside an extension script;
+ *  - DROP ROLE in a database with the extension: a 2BP01 naming the
+ *    consumers and subscriptions, before PostgreSQL's own (which names the
+ *    table here and only counts objects in other databases);
+ *  - DROP OWNED BY: an event trigger at its start drops the roles'
+ *    consumers and subscriptions (and so their privileges on our two
+ *    tables) before PostgreSQL takes their other objects and privileges;
+ *  - REASSIGN OWNED BY: fires no event trigger, so the utility hook gives
+ *    the roles' consumers and subscriptions to the new owner afterwards.
+ *
+ * The utility hook is only there with shared_preload_libraries.  Without
+ * it DROP ROLE still fails (with PostgreSQL's message), DROP OWNED still
+ * drops, and REASSIGN OWNED leaves consumers and subscriptions to their
+ * old owner, who then still cannot be dropped: never a dangling owner.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
+#include "commands/dbcommands.h"
+#include "commands/event_trigger.h"
+#include "commands/extension.h"
+#include "executor/spi.h"
+#include "lib/stringinfo.h"
+#include "miscadmin.h"
+#include "nodes/makefuncs.h"
+#include "nodes/parsenodes.h"
+#include "parser/parse_func.h"
+#include "utils/acl.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/lsyscache.h"
+
+#include "queue.h"
+
+PG_FUNCTION_INFO_V1(queue_owner_ref_acl_sql);
+PG_FUNCTION_INFO_V1(queue_drop_owned_trigger);
+
+/* How many consumers and subscriptions a refused DROP ROLE lists. */
+#define ROLE_REFS_REPORTED 50
+
+/*
+ * queue._owner_ref_acl(role, what, granted): GRANT (or REVOKE) SELECT ON
+ * queue._consumer_owners (what = 'consumer') or queue._subscription_owners
+ * ('subscription') TO (FROM) role.  Inside an extension script
+ * PostgreSQL would record the grant in pg_init_privs as one the extension
+ * made: pg_dump would leave it out, and before 17 nothing removes a dropped
+ * role from there.  So the statement runs with creating_extension off; a
+ * GRANT creates no object that would need to join the extension.  Only
+ * the two table names and an existing role's quoted name enter the
+ * statement.
+ * Not granted to PUBLIC.
+ */
+Datum
+queue_owner_ref_acl_sql(PG_FUNCTION_ARGS)
+{
+	Oid			role = PG_GETARG_OID(0);
+	char	   *what = text_to_cstring(PG_GETARG_TEXT_PP(1));
+	bool		granted = PG_GETARG_BOOL(2);
+	bool		save_creating = creating_extension;
+	const char *table;
+	StringInfoData sql;
+	volatile int rc = 0;
+
+	if (strcmp(what, "consumer") == 0)
+		table = "queue._consumer_owners";
+	else if (strcmp(what, "subscription") == 0)
+		table = "queue._subscription_owners";
+	else
+		elog(ERROR, "unknown owner reference \"%s\"", what);
+	initStringInfo(&sql);
+	appendStringInfo(&sql, granted ? "GRANT SELECT ON %s TO %s" : "REVOKE SELECT ON %s FROM %s",
+					 table, quote_identifier(GetUserNameFromId(role, false)));
+
+	SPI_connect();
+	creating_extension = false;
+	PG_TRY();
+	{
+		rc = SPI_execute(sql.data, false, 0);
+	}
+	PG_FINALLY();
+	{
+		creating_extension = save_creating;
+	}
+	PG_END_TRY();
+	if (rc != SPI_OK_UTILITY)
+		elog(ERROR, "%s failed: %s", sql.data, SPI_result_code_string(rc));
+	SPI_finish();
+	PG_RETURN_VOID();
+}
+
+/* Whether the extension is in this database, with queue._<relname>. */
+static bool
+has_registry(const char *relname)
+{
+	Oid			nsp;
+
+	if (!OidIsValid(get_extension_oid("queue", true)))
+		return false;
+	nsp = get_namespace_oid("queue", true);
+	return OidIsValid(nsp) && OidIsValid(get_relname_relid(relname, nsp));
+}
+
+/* The OIDs of a statement's roles, as an oid[] (they all exist). */
+static Datum
+role_array(List *roles)
+{
+	Datum	   *oids = palloc(Max(list_length(roles), 1) * sizeof(Datum));
+	int			n = 0;
+	ListCell   *lc;
+
+	foreach(lc, roles)
+		oids[n++] = ObjectIdGetDatum(get_rolespec_oid(lfirst(lc), false));
+	return PointerGetDatum(construct_array(oids, n, OIDOID, sizeof(Oid), true, TYPALIGN_INT));
+}
+
+/*
+ * Run "SELECT queue.<fn>($1, ...)" as the tables' owner with a pinned
+ * search path, when this database's extension has that function (a
+ * database not yet updated to 1.3.1 has neither it nor the grants).
+ */
+static void
+call_registry_function(const char *fn, int nargs, Oid *types, Datum *values)
+{
+	QueueCall	call;
+	StringInfoData sql;
+	int			rc;
+
+	/* As the tables' owner first: the caller may lack USAGE on schema queue. */
+	queue_enter(&call);
+	if (!OidIsValid(LookupFuncName(list_make2(makeString("queue"), makeString(pstrdup(fn))),
+								   nargs, types, true)))
+	{
+		queue_leave(&call);
+		return;
+	}
+	initStringInfo(&sql);
+	appendStringInfo(&sql, "SELECT queue.%s(", fn);
+	for (int i = 0; i < nargs; i++)
+		appendStringInfo(&sql, "%s$%d", i > 0 ? ", " : "", i + 1);
+	appendStringInfoChar(&sql, ')');
+
+	SPI_connect();
+	rc = SPI_execute_with_args(sql.data, nargs, types, values, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "%s failed: %s", sql.data, SPI_result_code_string(rc));
+	SPI_finish();
+	queue_leave(&call);
+}
+
+/*
+ * queue._drop_owned_trigger(), an event trigger on DROP OWNED, at
+ * ddl_command_start: when the caller may drop the roles' objects (has the
+ * privileges of each role, what DROP OWNED itself checks next; otherwise
+ * it refuses and nothing is done), their consumers and subscriptions go
+ * (queue._drop_owned_refs), and with them the roles' privileges on
+ * queue._consumer_owners and _subscription_owners, under the locks under
+ * which those change.  Should DROP OWNED fail afterwards, its transaction
+ * takes all of it back.  Only at the start: a ddl_command_end trigger
+ * would make PostgreSQL collect every DDL command of every session.
+ */
+Datum
+queue_drop_owned_trigger(PG_FUNCTION_ARGS)
+{
+	EventTriggerData *trigdata;
+	DropOwnedStmt *stmt;
+	Oid			types[1] = {OIDARRAYOID};
+	Datum		values[1];
+	ListCell   *lc;
+
+	if (!CALLED_AS_EVENT_TRIGGER(fcinfo))
+		ereport(ERROR,
+				(errcode(ERRCODE_E_R_I_E_TRIGGER_PROTOCOL_VIOLATED),
+				 errmsg("queue._drop_owned_trigger() may only be called as an event trigger")));
+	trigdata = (EventTriggerData *) fcinfo->context;
+	if (!IsA(trigdata->parsetree, DropOwnedStmt) || !has_registry("_consumer_owners"))
+		PG_RETURN_VOID();
+	stmt = (DropOwnedStmt *) trigdata->parsetree;
+	foreach(lc, stmt->roles)
+	{
+		Oid			role = get_rolespec_oid(lfirst(lc), true);
+
+		if (!OidIsValid(role) || !has_privs_of_role(GetUserId(), role))
+			PG_RETURN_VOID();	/* DROP OWNED refuses: leave it to say why */
+	}
+	values[0] = role_array(stmt->roles);
+	call_registry_function("_drop_owned_refs", 1, types, values);
+	PG_RETURN_VOID();
+}
+
+/*
+ * DROP ROLE of a role that owns a consumer or a subscription here: refused
+ * with 2BP01 and their names, as PostgreSQL refuses the owner of a table.
+ * Read as the tables' owner (the registries are not readable by others),
+ * from the catalogs the database's version of the extension has.
+ */
+static void
+check_drop_role(DropRoleStmt *stmt)
+{
+	bool		consumers = has_registry("_consumers");
+	bool		subscriptions = has_registry("_subscriptions");
+	ListCell   *lc;
+
+	if (!consumers && !subscriptions)
+		return;
+	foreach(lc, stmt->roles)
+	{
+		RoleSpec   *spec = lfirst(lc);
+		Oid			role;
+		Oid			types[1] = {OIDOID};
+		Datum		values[1];
+		QueueCall	call;
+		StringInfoData sql;
+		StringInfoData detail;
+		uint64		n;
+		int			rc;
+
+		/* DROP ROLE says what it says of special names and missing roles. */
+		if (spec->roletype != ROLESPEC_CSTRING)
+			continue;
+		role = get_rolespec_oid(spec, true);
+		if (!OidIsValid(role))
+			continue;
+		values[0] = ObjectIdGetDatum(role);
+		initStringInfo(&sql);
+		if (consumers)
+			appendStringInfoString(&sql,
+								   "SELECT pg_catalog.format('owner of consumer \"%s\"', c.consumer_name)"
+								   " FROM queue._consumers c WHERE c.owner::pg_catalog.oid = $1");
+		if (consumers && subscriptions)
+			appendStringInfoString(&sql, " UNION ALL ");
+		if (subscriptions)
+			appendStringInfoString(&sql,
+								   "SELECT pg_catalog.format('owner of subscription of queue \"%s\" to topic \"%s\"',"
+								   " q.queue_name, t.topic_name)"
+								   " FROM queue._subscriptions s"
+								   " JOIN queue._queues q ON q.queue_id = s.queue_id"
+								   " JOIN queue._topics t ON t.topic_id = s.topic_id"
+								   " WHERE s.owner::pg_catalog.oid = $1");
+		appendStringInfoString(&sql, " ORDER BY 1");
+
+		queue_enter(&call);
+		SPI_connect();
+		rc = SPI_execute_with_args(sql.data, 1, types, values, NULL, true, 0);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "consumer and subscription owner lookup failed: %s",
+				 SPI_result_code_string(rc));
+		n = SPI_processed;
+		initStringInfo(&detail);
+		for (uint64 i = 0; i < n && i < ROLE_REFS_REPORTED; i++)
+		{
+			bool		isnull;
+			Datum		d = SPI_getbinval(SPI_tuptable->vals[i], SPI_tuptable->tupdesc, 1, &isnull);
+
+			appendStringInfo(&detail, "%s%s", i > 0 ? "\n" : "", TextDatumGetCString(d));
+		}
+		if (n > ROLE_REFS_REPORTED)
+			appendStringInfo(&detail, "\nand " UINT64_FORMAT " other objects",
+							 n - ROLE_REFS_REPORTED);
+		SPI_finish();
+		queue_leave(&call);
+
+		if (n > 0)
+			ereport(ERROR,
+					(errcode(ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST),
+					 errmsg("role \"%s\" cannot be dropped because some objects depend on it",
+							GetUserNameFromId(role, false)),
+					 errdetail_internal("%s", detail.data),
+					 errhint("Drop them with queue.drop_consumer or queue.unsubscribe, or use "
+							 "DROP OWNED BY or REASSIGN OWNED BY in database \"%s\".",
+							 get_database_name(MyDatabaseId))));
+	}
+}
+
+/*
+ * From the utility hook (worker.c), before the statement runs (done =
+ * false) and after it succeeded (done = true).
+ */
+void
+queue_role_refs_utility(Node *stmt, bool done)
+{
+	if (!done && IsA(stmt, DropRoleStmt))
+		check_drop_role((DropRoleStmt *) stmt);
+	else if (done && IsA(stmt, ReassignOwnedStmt) && has_registry("_consumer_owners"))
+	{
+		ReassignOwnedStmt *r = (ReassignOwnedStmt *) stmt;
+		Oid			types[2] = {OIDARRAYOID, OIDOID};
+		Datum		values[2];
+
+		values[0] = role_array(r->roles);
+		values[1] = ObjectIdGetDatum(get_rolespec_oid(r->newrole, false));
+		call_registry_function("_reassign_owned_refs", 2, types, values);
+	}
+}
