@@ -192,30 +192,6 @@ SELECT queue.pause_consumer('up_consumer');
 is(sql("SELECT consumer_name || ' ' || queue_name || ' ' || state FROM queue.consumers"),
 	'up_consumer up_dlq paused', 'a queue from 1.0 takes a consumer');
 
-# 1.3 -> 1.3.1: a consumer made by 1.3 keeps working, with PostgreSQL's
-# default search_path for its handler; new consumers keep their creator's
-sql("ALTER EXTENSION queue UPDATE TO '1.3.1'");
-is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3.1', 'updated to 1.3.1');
-is(sql($peek), $before_peek, '1.3.1: every message unchanged, in delivery order');
-is(sql("SELECT consumer_name || ' ' || state || ' ' || search_path FROM queue.consumers"),
-	'up_consumer paused "$user", public', 'the 1.3 consumer has the default search_path');
-sql(q(
-CREATE SCHEMA up_app;
-SET search_path = up_app, public;
-SELECT queue.create_consumer('up_consumer2', 'up_dlq', 'up_handler(queue.message[])');
-SELECT queue.pause_consumer('up_consumer2');
-RESET search_path;
-));
-is(sql("SELECT search_path FROM queue.consumers WHERE consumer_name = 'up_consumer2'"),
-	'up_app, public', 'a consumer made by 1.3.1 keeps its creator\'s search_path');
-sql(q(
-SELECT queue.drop_consumer('up_consumer');
-SELECT queue.drop_consumer('up_consumer2');
-DROP FUNCTION up_handler(queue.message[]);
-DROP SCHEMA up_app;
-));
-$before_peek = sql($peek);
-
 # 1.3 -> 1.3.1: roles that own a consumer or a subscription made by 1.3
 # cannot be dropped any more, from this database or another; one whose
 # owner 1.3 already let go (a dangling OID) does not stop the update
@@ -224,7 +200,6 @@ CREATE ROLE up_cons;
 CREATE ROLE up_gone;
 ));
 sql(q(
-CREATE FUNCTION up_handler(msgs queue.message[]) RETURNS void LANGUAGE sql AS 'SELECT';
 SELECT queue.create_topic('up_topic');
 GRANT USAGE ON SCHEMA queue TO up_cons, up_gone;
 SELECT queue.grant('up_dlq', r, '{receive, send}') FROM unnest(ARRAY['up_cons', 'up_gone']) r;
@@ -245,9 +220,24 @@ REVOKE USAGE ON SCHEMA queue FROM up_cons, up_gone;
 ));
 $node->safe_psql('postgres', 'DROP ROLE up_gone');
 pass('1.3 let the owner of a consumer go');
+
+# 1.3 -> 1.3.1: a consumer made by 1.3 keeps working, with PostgreSQL's
+# default search_path for its handler; new consumers keep their creator's
 sql("ALTER EXTENSION queue UPDATE TO '1.3.1'");
 is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3.1', 'updated to 1.3.1');
 is(sql($peek), $before_peek, '1.3.1: every message unchanged, in delivery order');
+is(sql("SELECT consumer_name || ' ' || state || ' ' || search_path FROM queue.consumers WHERE consumer_name = 'up_consumer'"),
+	'up_consumer paused "$user", public', 'the 1.3 consumer has the default search_path');
+sql(q(
+CREATE SCHEMA up_app;
+SET search_path = up_app, public;
+SELECT queue.create_consumer('up_consumer2', 'up_dlq', 'up_handler(queue.message[])');
+SELECT queue.pause_consumer('up_consumer2');
+RESET search_path;
+));
+is(sql("SELECT search_path FROM queue.consumers WHERE consumer_name = 'up_consumer2'"),
+	'up_app, public', 'a consumer made by 1.3.1 keeps its creator\'s search_path');
+
 is(sql(q(SELECT string_agg(c.relname || ' ' || x.grantee::regrole, ',' ORDER BY c.relname)
 		 FROM pg_class c, aclexplode(c.relacl) x
 		 WHERE c.oid IN ('queue._consumer_owners'::regclass, 'queue._subscription_owners'::regclass)
@@ -271,10 +261,17 @@ like($err, qr/owner of consumer "up_cons_c"\nowner of subscription of queue "up_
 sql(q(
 SELECT queue.drop_consumer(c) FROM unnest(ARRAY['up_cons_c', 'up_gone_c']) c;
 SELECT queue.drop_topic('up_topic');
-DROP FUNCTION up_handler(queue.message[]);
 ));
 ($rc, $out, $err) = $node->psql('postgres', 'DROP ROLE up_cons');
 is($rc, 0, '1.3.1: without them the role drops');
+
+sql(q(
+SELECT queue.drop_consumer('up_consumer');
+SELECT queue.drop_consumer('up_consumer2');
+DROP FUNCTION up_handler(queue.message[]);
+DROP SCHEMA up_app;
+));
+$before_peek = sql($peek);
 
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
