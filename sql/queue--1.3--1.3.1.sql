@@ -150,6 +150,14 @@ BEGIN
 		tbl := '@extschema@._subscription_owners'::pg_catalog.regclass;
 		owns := EXISTS (SELECT FROM @extschema@._subscriptions s WHERE s.owner::oid = role);
 	END IF;
+	/*
+	 * The tables' owner (who owns the extension's objects, and so cannot be
+	 * dropped anyway) keeps its own privileges: a revoke would take its
+	 * SELECT away.
+	 */
+	IF EXISTS (SELECT FROM pg_catalog.pg_class k WHERE k.oid = tbl AND k.relowner = role) THEN
+		RETURN;
+	END IF;
 	holds := EXISTS (SELECT FROM pg_catalog.pg_class k, pg_catalog.aclexplode(k.relacl) x
 					 WHERE k.oid = tbl AND x.grantee = role AND x.privilege_type = 'SELECT');
 	IF owns AND NOT (fresh AND holds) THEN

@@ -742,7 +742,7 @@ run_batch(MemoryContext cxt)
 		if (batch_error != NULL)
 		{
 			ereport(LOG,
-					(errmsg("queue consumer \"%s\": " INT64_FORMAT " of " INT64_FORMAT " messages failed: %s: %s",
+					(errmsg("queue consumer \"%s\": " INT64_FORMAT " of " INT64_FORMAT " messages went back: %s: %s",
 							my_name, (int64) (received - handled), (int64) received,
 							unpack_sql_state(batch_error->sqlerrcode),
 							batch_error->message ? batch_error->message : "")));

@@ -79,9 +79,9 @@ ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM queue.peek('pf'
 is(sql("SELECT string_agg(body, ',' ORDER BY n) FROM public.handled"), 'f1,f2,f4',
 	'FIFO: f1 and f2 before the poison one, f4 after it, once each and in order');
 # The failed calls rolled back; the log keeps them.
-my @fifo_failures = (slurp_file($node->logfile) =~ /queue consumer "c_fifo": (\d+ of \d+) messages failed/g);
-is(join(',', @fifo_failures), '1 of 4,1 of 1,1 of 1',
-	'FIFO: the batch of four failed on one, then the poison one came alone twice (batches of one behind it)');
+my @fifo_failures = (slurp_file($node->logfile) =~ /queue consumer "c_fifo": (\d+ of \d+) messages went back/g);
+is(join(',', @fifo_failures), '2 of 4,1 of 1,1 of 1',
+	'FIFO: of the batch of four the poison one and the one behind it went back, then the poison one came alone twice');
 is(sql("SELECT count(*) FROM queue.peek('pf_dlq')"), '1', 'FIFO: only the poison message is in the dead-letter queue');
 
 $node->stop;
