@@ -264,3 +264,91 @@ SELECT @extschema@._sync_owner_ref(o.owner, 'consumer')
 FROM (SELECT DISTINCT c.owner::oid AS owner FROM @extschema@._consumers c) o;
 SELECT @extschema@._sync_owner_ref(o.owner, 'subscription')
 FROM (SELECT DISTINCT s.owner::oid AS owner FROM @extschema@._subscriptions s) o;
+
+
+/* ------------------------------------------------------------------------
+ * create_consumer refuses a caller without receive on the queue (42501)
+ * before it looks at the handler (22023, 42883): DESIGN.md "Access",
+ * refused before anything else.  1.3's body with that one check moved up.
+ * ------------------------------------------------------------------------
+ */
+CREATE OR REPLACE FUNCTION @extschema@._create_consumer(consumer_name text, queue_name text, handler regprocedure,
+	batch_size integer, concurrency integer, retry text, caller oid)
+	RETURNS bigint LANGUAGE plpgsql SECURITY DEFINER
+	SET search_path = pg_catalog, pg_temp AS $$
+#variable_conflict use_variable
+DECLARE
+	q @extschema@._queues;
+	c @extschema@._consumers;
+	p record;
+BEGIN
+	PERFORM @extschema@._check_consumer_writable();
+	PERFORM @extschema@._check_name(consumer_name, 'consumer_name');
+	q := @extschema@._lookup(queue_name);
+	IF NOT @extschema@._may(q, caller, 'receive') THEN
+		RAISE EXCEPTION 'permission denied for queue "%"', queue_name
+			USING ERRCODE = '42501',
+			DETAIL = 'Creating a consumer needs the receive privilege on the queue.',
+			HINT = pg_catalog.format('Its owner can run queue.grant(%L, <role>, ''{receive}'').', queue_name);
+	END IF;
+	IF handler IS NULL THEN
+		RAISE EXCEPTION 'argument "handler" must not be null' USING ERRCODE = '22004';
+	END IF;
+	IF batch_size IS NULL THEN
+		RAISE EXCEPTION 'argument "batch_size" must not be null' USING ERRCODE = '22004';
+	END IF;
+	IF concurrency IS NULL THEN
+		RAISE EXCEPTION 'argument "concurrency" must not be null' USING ERRCODE = '22004';
+	END IF;
+	IF retry IS NULL THEN
+		RAISE EXCEPTION 'argument "retry" must not be null' USING ERRCODE = '22004';
+	END IF;
+	IF batch_size NOT BETWEEN 1 AND 1000 THEN
+		RAISE EXCEPTION 'argument "batch_size" must be between 1 and 1000'
+			USING ERRCODE = '22023', DETAIL = pg_catalog.format('The value given was %s.', batch_size);
+	END IF;
+	IF concurrency NOT BETWEEN 1 AND 64 THEN
+		RAISE EXCEPTION 'argument "concurrency" must be between 1 and 64'
+			USING ERRCODE = '22023', DETAIL = pg_catalog.format('The value given was %s.', concurrency);
+	END IF;
+	IF retry NOT IN ('exponential', 'fixed') THEN
+		RAISE EXCEPTION 'argument "retry" must be ''exponential'' or ''fixed'''
+			USING ERRCODE = '22023', DETAIL = pg_catalog.format('The value given was %L.', retry);
+	END IF;
+	SELECT f.prokind, f.pronargs, f.proargtypes INTO p FROM pg_catalog.pg_proc f WHERE f.oid = handler;
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'argument "handler": function with OID % does not exist', handler::oid
+			USING ERRCODE = '42883';
+	END IF;
+	IF p.prokind NOT IN ('f', 'p') OR p.pronargs <> 1
+	   OR p.proargtypes[0] <> '@extschema@.message[]'::pg_catalog.regtype THEN
+		RAISE EXCEPTION 'argument "handler": % must be a function or procedure taking one argument of type queue.message[]',
+			handler::text
+			USING ERRCODE = '22023';
+	END IF;
+	IF NOT pg_catalog.has_function_privilege(caller, handler::oid, 'EXECUTE') THEN
+		RAISE EXCEPTION 'permission denied for function %', handler::text
+			USING ERRCODE = '42501',
+			DETAIL = 'Creating a consumer needs the EXECUTE privilege on its handler.';
+	END IF;
+	/* Serialise creators of one name, so "idempotent" holds under races. */
+	PERFORM pg_catalog.pg_advisory_xact_lock(pg_catalog.hashtext('queue.create_consumer:' || consumer_name));
+	SELECT * INTO c FROM @extschema@._consumers r WHERE r.consumer_name = consumer_name;
+	IF FOUND THEN
+		IF (c.queue_id, c.handler::oid, c.batch_size, c.concurrency, c.retry)
+		   IS NOT DISTINCT FROM (q.queue_id, handler::oid, batch_size, concurrency, retry) THEN
+			RETURN c.consumer_id;
+		END IF;
+		RAISE EXCEPTION 'consumer "%" already exists with other attributes', consumer_name
+			USING ERRCODE = '42710',
+			HINT = 'Drop it first to change its attributes.';
+	END IF;
+	INSERT INTO @extschema@._consumers (consumer_name, queue_id, handler, owner, batch_size, concurrency, retry)
+	VALUES (consumer_name, q.queue_id, handler, caller::regrole, batch_size, concurrency, retry)
+	RETURNING * INTO c;
+	PERFORM @extschema@._consumer_reset(c.consumer_id, c.queue_id);
+	/* The worker re-reads the consumers (consumer_worker.c). */
+	PERFORM @extschema@._invalidate('@extschema@._consumers'::regclass);
+	RETURN c.consumer_id;
+END
+$$;

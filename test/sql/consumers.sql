@@ -149,6 +149,9 @@ RESET ROLE;
 -- creating needs receive on the queue and EXECUTE on the handler
 SET ROLE queue_test_consumers_nobody;
 SELECT pg_temp.err($$SELECT queue.create_consumer('c_nobody', 'cons_owned', 'public.cons_handler(queue.message[])')$$) AS no_receive;
+-- ... refused before the handler is looked at: 42501, not 22023 or 42883
+SELECT pg_temp.err($$SELECT queue.create_consumer('c_nobody', 'cons_owned', 'public.cons_text(text[])')$$) AS no_receive_bad_handler;
+SELECT pg_temp.err($$SELECT queue.create_consumer('c_nobody', 'cons_owned', 0)$$) AS no_receive_no_handler;
 RESET ROLE;
 SET ROLE queue_test_consumers_app;
 SELECT pg_temp.err($$SELECT queue.create_consumer('c_app', 'cons_owned', 'public.cons_private(queue.message[])')$$) AS no_execute;
