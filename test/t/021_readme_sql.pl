@@ -105,6 +105,7 @@ for my $b (@blocks)
 		stdout => \$out,
 		stderr => \$err,
 		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	note("$what printed:\n$out") if $out ne '';
 	if (defined $b->{expect})
 	{
 		ok($rc == 3 && $err =~ /ERROR:\s+\Q$b->{expect}\E:/,
