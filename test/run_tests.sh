@@ -93,6 +93,8 @@ cp -a "$REPO/test" "$W/test"
 # the exporter's queries file (examples/prometheus), which 017_exporter
 # reads from $TESTDIR.
 [ -d "$REPO/examples" ] && cp -a "$REPO/examples" "$W/examples"
+# README.md, whose sql blocks 021_readme_sql runs as written.
+cp -a "$REPO/README.md" "$W/README.md"
 rm -rf "$W/test/expected"
 mkdir -p "$W/test/expected" "$W/out/regress" "$W/out/isolation" "$W/tmp" "$W/tmp_check" "$W/logs"
 [ -d "$REPO/expected" ] && cp -a "$REPO/expected/." "$W/test/expected/"
