@@ -82,4 +82,4 @@ ifneq ($(shell cat $(PG_STAMP) 2>/dev/null),$(PG_CONFIG) $(VERSION))
 $(shell echo '$(PG_CONFIG) $(VERSION)' >$(PG_STAMP))
 endif
 endif
-$(OBJS): src/queue.h src/compat.h $(PG_STAMP)
+$(OBJS): src/internal.h src/compat.h $(PG_STAMP)

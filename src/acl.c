@@ -52,7 +52,7 @@
 #include "utils/memutils.h"
 #include "utils/syscache.h"
 
-#include "queue.h"
+#include "internal.h"
 
 PG_FUNCTION_INFO_V1(queue_admin_call);
 PG_FUNCTION_INFO_V1(queue_holds_sql);

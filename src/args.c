@@ -21,7 +21,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "queue.h"
+#include "internal.h"
 
 /* Render a bound in microseconds the way a person would write it. */
 static char *

@@ -30,7 +30,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
-#include "queue.h"
+#include "internal.h"
 
 PG_FUNCTION_INFO_V1(queue_check_name_sql);
 PG_FUNCTION_INFO_V1(queue_invalidate_sql);

@@ -5,7 +5,7 @@
  *	  builds against (15, 17 and 18; 16 is expected to work, untested).
  *	  Every PG_VERSION_NUM test of src/ is here.
  *
- * Included by queue.h, so by every file after postgres.h.
+ * Included by internal.h, so by every file after postgres.h.
  *
  *-------------------------------------------------------------------------
  */

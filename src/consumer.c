@@ -19,7 +19,7 @@
 #include "utils/builtins.h"
 #include "utils/tuplestore.h"
 
-#include "queue.h"
+#include "internal.h"
 
 PG_FUNCTION_INFO_V1(queue_consumer_reset_sql);
 PG_FUNCTION_INFO_V1(queue_consumer_stats_sql);

@@ -36,7 +36,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "queue.h"
+#include "internal.h"
 
 #define CONSUMER_LIST_MAX_AGE_MS	10000
 #define CONSUMER_RESTART_MS			1000

@@ -65,7 +65,7 @@
 #include "utils/timeout.h"
 #include "utils/timestamp.h"
 
-#include "queue.h"
+#include "internal.h"
 
 PGDLLEXPORT void queue_consumer_main(Datum arg);
 

@@ -24,7 +24,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "queue.h"
+#include "internal.h"
 
 PG_FUNCTION_INFO_V1(queue_redrive);
 

@@ -20,7 +20,7 @@
 #include "executor/spi.h"
 #include "utils/builtins.h"
 
-#include "queue.h"
+#include "internal.h"
 
 /*
  * The content-based deduplication id of a body: the lowercase hex SHA-256

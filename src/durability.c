@@ -26,7 +26,7 @@
 #include "access/xlog.h"
 #include "utils/guc.h"
 
-#include "queue.h"
+#include "internal.h"
 
 /* queue.durable_receives */
 bool		queue_durable_receives = false;

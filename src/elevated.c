@@ -43,7 +43,7 @@
 #include "storage/lock.h"
 #include "utils/guc.h"
 
-#include "queue.h"
+#include "internal.h"
 
 /*
  * What a database owner could set that changes the meaning of our

@@ -90,7 +90,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "queue.h"
+#include "internal.h"
 
 PG_FUNCTION_INFO_V1(queue_failed_pending);
 

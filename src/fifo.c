@@ -42,7 +42,7 @@
 #include "utils/builtins.h"
 #include "utils/snapmgr.h"
 
-#include "queue.h"
+#include "internal.h"
 
 /* qsort/bsearch order of text Datums: byte order, as COLLATE "C" */
 int

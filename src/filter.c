@@ -45,7 +45,7 @@
 #include "utils/jsonb.h"
 #include "utils/numeric.h"
 
-#include "queue.h"
+#include "internal.h"
 
 PG_FUNCTION_INFO_V1(queue_check_filters_sql);
 

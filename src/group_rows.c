@@ -35,7 +35,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "queue.h"
+#include "internal.h"
 
 /*
  * A relation of queue_data by name, for the direct reads below.

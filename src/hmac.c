@@ -36,7 +36,7 @@
 #include <openssl/evp.h>
 #endif
 
-#include "queue.h"
+#include "internal.h"
 
 #ifdef USE_OPENSSL
 

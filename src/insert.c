@@ -46,7 +46,7 @@
 #include "utils/hsearch.h"
 #include "utils/rel.h"
 
-#include "queue.h"
+#include "internal.h"
 
 /*
  * A column a write knows: its name, the type of the datums written to it,

@@ -23,7 +23,7 @@
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
 
-#include "queue.h"
+#include "internal.h"
 
 typedef struct PlanSpec
 {

@@ -14,7 +14,7 @@
 #include "miscadmin.h"
 #include "utils/guc.h"
 
-#include "queue.h"
+#include "internal.h"
 
 PG_MODULE_MAGIC;
 

@@ -31,7 +31,7 @@
 #include "utils/inval.h"
 #include "utils/memutils.h"
 
-#include "queue.h"
+#include "internal.h"
 
 #define RECEIPT_VERSION		1
 #define RECEIPT_BODY_LEN	(1 + 8 + 8 + 8)

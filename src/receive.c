@@ -28,7 +28,7 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include "queue.h"
+#include "internal.h"
 
 PG_FUNCTION_INFO_V1(queue_receive);
 PG_FUNCTION_INFO_V1(queue_peek);

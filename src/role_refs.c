@@ -50,7 +50,7 @@
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 
-#include "queue.h"
+#include "internal.h"
 
 PG_FUNCTION_INFO_V1(queue_owner_ref_acl_sql);
 PG_FUNCTION_INFO_V1(queue_drop_owned_trigger);

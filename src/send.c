@@ -23,7 +23,7 @@
 #include "utils/lsyscache.h"
 #include "utils/timestamp.h"
 
-#include "queue.h"
+#include "internal.h"
 
 PG_FUNCTION_INFO_V1(queue_send);
 PG_FUNCTION_INFO_V1(queue_send_batch);

@@ -25,7 +25,7 @@
 #include "utils/builtins.h"
 #include "utils/timestamp.h"
 
-#include "queue.h"
+#include "internal.h"
 
 PG_FUNCTION_INFO_V1(queue_delete);
 PG_FUNCTION_INFO_V1(queue_delete_batch);

@@ -26,7 +26,7 @@
 #include "pgstat.h"
 #include "storage/fd.h"
 
-#include "queue.h"
+#include "internal.h"
 
 PG_FUNCTION_INFO_V1(queue_register_sql);
 

@@ -37,7 +37,7 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "queue.h"
+#include "internal.h"
 
 PG_FUNCTION_INFO_V1(queue_counters_sql);
 PG_FUNCTION_INFO_V1(queue_reset_counters_sql);

@@ -30,7 +30,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "queue.h"
+#include "internal.h"
 
 #define SWEEP_BATCH				1000
 #define SWEEP_ROUNDS			10		/* batches per queue per pass */

@@ -50,7 +50,7 @@
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
 
-#include "queue.h"
+#include "internal.h"
 
 PG_FUNCTION_INFO_V1(queue_publish);
 PG_FUNCTION_INFO_V1(queue_publish_batch);

@@ -31,7 +31,7 @@
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 
-#include "queue.h"
+#include "internal.h"
 
 PG_FUNCTION_INFO_V1(queue_topic_holds_sql);
 PG_FUNCTION_INFO_V1(queue_topic_counter_sql);

@@ -29,7 +29,7 @@
 #include "parser/parse_node.h"
 #include "utils/memutils.h"
 
-#include "queue.h"
+#include "internal.h"
 
 #define QUEUE_VACUUM_MIN_CHURN	1000
 #define QUEUE_VACUUM_MAX_CHURN	10000

@@ -25,7 +25,7 @@
 #include "utils/rel.h"
 #include "utils/relcache.h"
 
-#include "queue.h"
+#include "internal.h"
 
 PG_FUNCTION_INFO_V1(queue_may_see_sql);
 PG_FUNCTION_INFO_V1(queue_depth_checked_sql);

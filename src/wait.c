@@ -35,7 +35,7 @@
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
-#include "queue.h"
+#include "internal.h"
 
 #define QUEUE_FALLBACK_POLL_MS	100
 

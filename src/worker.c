@@ -52,7 +52,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
 
-#include "queue.h"
+#include "internal.h"
 
 PGDLLEXPORT void queue_launcher_main(Datum arg);
 PGDLLEXPORT void queue_worker_main(Datum arg);

@@ -1,13 +1,17 @@
 /*-------------------------------------------------------------------------
  *
- * queue.h
+ * internal.h
  *	  Shared declarations of the queue extension: the per-backend queue
  *	  metadata cache, prepared plans, receipts and argument checks.
  *
+ * The declarations every file shares, and no file's own: it is not
+ * queue.c's header (queue.c holds _PG_init and the settings only), so
+ * including it makes no file depend on queue.c.
+ *
  *-------------------------------------------------------------------------
  */
-#ifndef QUEUE_H
-#define QUEUE_H
+#ifndef QUEUE_INTERNAL_H
+#define QUEUE_INTERNAL_H
 
 #include "access/xact.h"
 #include "executor/spi.h"
@@ -586,4 +590,4 @@ extern void queue_consumers_tend(void);
 extern void queue_consumers_stop_db(Oid dbid);
 extern void queue_consumers_drop_extension(List *names);
 
-#endif							/* QUEUE_H */
+#endif							/* QUEUE_INTERNAL_H */
