@@ -651,11 +651,6 @@ failed_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	}
 }
 
-/* Kept for worker.c's hook; a prepared transaction is known by its xid. */
-void
-queue_failed_prepare_gid(const char *gid)
-{
-}
 
 /*
  * COMMIT or ROLLBACK PREPARED finished: settle the entries of holders that

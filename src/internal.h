@@ -309,7 +309,6 @@ extern int64 queue_retry_delay(QueueRetry how, int32 rc, int64 vt, int64 queue_r
 extern int	queue_max_failed_receives;
 extern TimestampTz queue_failed_apply_all(MemoryContext cxt);
 extern void queue_failed_forget_queue(int64 queue_id);
-extern void queue_failed_prepare_gid(const char *gid);
 extern void queue_failed_finish_prepared(const char *gid, bool commit);
 extern void queue_failed_init(void);
 

@@ -365,7 +365,6 @@ queue_utility_hook(PlannedStmt *pstmt, const char *queryString,
 		{
 			queue_prepare_gid(ts->gid);
 			queue_register_prepare_gid(ts->gid);
-			queue_failed_prepare_gid(ts->gid);
 		}
 		else if (ts->kind == TRANS_STMT_COMMIT_PREPARED ||
 				 ts->kind == TRANS_STMT_ROLLBACK_PREPARED)
