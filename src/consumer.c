@@ -45,6 +45,7 @@ queue_consumer_reset_sql(PG_FUNCTION_ARGS)
 		st->failing = false;
 		st->last_error_at = st->last_success_at = 0;
 		st->last_error[0] = '\0';
+		st->one_by_one_until = 0;
 	}
 	LWLockRelease(queue_consumer_shared->lock);
 	PG_RETURN_VOID();

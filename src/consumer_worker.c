@@ -14,6 +14,10 @@
  * queue's visibility timeout, deletes them and commits.  An error rolls
  * all of it back, is recorded in shared memory (queue.consumers), and
  * failed.c brings the messages back after the consumer's retry delay.
+ * When the handler fails on a batch of several, that rollback counts none
+ * of them, and the next batch calls the handler with each message alone,
+ * in subtransactions (handle_one_by_one): a poison message costs only
+ * itself, and a batch that succeeds pays for no subtransaction.
  *
  * The process connects as the bootstrap superuser (PostgreSQL 15 refuses
  * to connect a background worker as a role without LOGIN, and a
@@ -279,6 +283,10 @@ batch_plans(const char *call, Oid msgs_type)
 	}
 }
 
+static int	my_slot = -1;
+static ConsumerStart my_start;
+static char my_name[QUEUE_NAME_MAX + 1];
+
 /*
  * On a FIFO queue, after a batch with a failed message, batches of one
  * until one succeeds: the group waits behind its failing head, and each
@@ -286,9 +294,45 @@ batch_plans(const char *call, Oid msgs_type)
  */
 static bool fifo_one_at_a_time = false;
 
-static int	my_slot = -1;
-static ConsumerStart my_start;
-static char my_name[QUEUE_NAME_MAX + 1];
+/*
+ * The handler failed on the last batch as a whole: this batch calls it
+ * with each message alone (handle_one_by_one).  Every process of the
+ * consumer does so for CONSUMER_ONE_BY_ONE_MS after any of them failed on
+ * a whole batch (QueueConsumerStat.one_by_one_until), so the messages of a
+ * batch that was not counted are not taken again, uncounted, by another
+ * process's whole batch: each failure of a message alone counts.
+ */
+#define CONSUMER_ONE_BY_ONE_MS	10000
+static bool one_by_one = false;
+
+/* Whether the consumer's processes are in their one-by-one window. */
+static bool
+one_by_one_window(void)
+{
+	QueueConsumerStat *st;
+	bool		in = false;
+
+	LWLockAcquire(queue_consumer_shared->lock, LW_SHARED);
+	st = queue_consumer_stat(my_start.dbid, my_start.consumer_id, 0);
+	if (st != NULL && st->one_by_one_until != 0)
+		in = GetCurrentTimestamp() < st->one_by_one_until;
+	LWLockRelease(queue_consumer_shared->lock);
+	return in;
+}
+
+/* Open the one-by-one window for every process of the consumer. */
+static void
+open_one_by_one_window(void)
+{
+	QueueConsumerStat *st;
+
+	LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
+	st = queue_consumer_stat(my_start.dbid, my_start.consumer_id, 0);
+	if (st != NULL)
+		st->one_by_one_until = GetCurrentTimestamp() + CONSUMER_ONE_BY_ONE_MS * INT64CONST(1000);
+	LWLockRelease(queue_consumer_shared->lock);
+}
+
 
 /* However the process leaves, its slot is free again. */
 static void
@@ -461,8 +505,8 @@ record_batch(int64 processed, ErrorData *edata)
 }
 
 /*
- * Call the handler with msgs (a queue.message[]) in a subtransaction of the
- * batch, in its sandbox (elevated.c) under its creator's search_path and
+ * Call the handler with msgs (one message, handle_one_by_one) in a
+ * subtransaction of the batch, in its sandbox (elevated.c) under its creator's search_path and
  * the visibility timeout (0: none).  NULL when it returned; else its
  * error, copied into cxt, and everything it did is undone (the
  * subtransaction, the sandbox's settings, and session advisory locks it
@@ -580,22 +624,22 @@ give_back(ConsumerConf *conf, Datum msg)
 }
 
 /*
- * After the handler failed on the whole batch: each message alone, in a
- * subtransaction of its own, so only the messages that fail are counted
- * and come back (give_back), and the healthy ones are handled and deleted
- * once (AWS Lambda's partial batch responses, Service Bus's per-message
- * settlement).  On a FIFO queue the batch is one group in order: the
- * messages before the first failure are handled, and that one and all
- * after it go back (their receive counted once, as SQS does for the rest
- * of a group behind a failed message; the next batches then take one
- * message, fifo_one_at_a_time, so they are not counted again while the
- * head keeps failing).  Returns the messages to delete; sets
- * handled and err (the first failure's, or NULL when every message
- * passed alone).  A batch of one is not called again.
+ * The batch after one whose handler failed on the whole batch (that one
+ * rolled back without counting: queue_failed_uncount): each message alone,
+ * in a subtransaction of its own, so only the messages that fail alone are
+ * counted and come back (give_back), and the healthy ones are handled and
+ * deleted once (AWS Lambda's partial batch responses, Service Bus's
+ * per-message settlement).  On a FIFO queue the batch is one group in
+ * order: the messages before the first failure are handled, and that one
+ * and all after it go back (their receive counted once, as SQS does for
+ * the rest of a group behind a failed message; the next batches then take
+ * one message, fifo_one_at_a_time, so they are not counted again while
+ * the head keeps failing).  Returns the messages to delete; sets handled
+ * and err (the first failure's, or NULL).
  */
 static Datum
-retry_one_by_one(ConsumerConf *conf, Datum msgs, MemoryContext cxt, int64 *handled,
-				 ErrorData **err)
+handle_one_by_one(ConsumerConf *conf, Datum msgs, MemoryContext cxt, int64 *handled,
+				  ErrorData **err)
 {
 	ArrayType  *arr = DatumGetArrayTypeP(msgs);
 	Oid			elemtype = ARR_ELEMTYPE(arr);
@@ -618,11 +662,7 @@ retry_one_by_one(ConsumerConf *conf, Datum msgs, MemoryContext cxt, int64 *handl
 		ErrorData  *e = NULL;
 
 		CHECK_FOR_INTERRUPTS();
-		if (stopped)
-			;					/* FIFO: behind a failed message */
-		else if (n == 1)
-			e = *err;
-		else
+		if (!stopped)
 			e = call_handler(conf, PointerGetDatum(construct_array(&elems[i], 1, elemtype, typlen,
 																  typbyval, typalign)), cxt);
 		if (e == NULL && !stopped)
@@ -651,6 +691,8 @@ run_batch(MemoryContext cxt)
 {
 	volatile BatchResult result = BATCH_DONE;
 	volatile int64 received = 0;
+	volatile bool in_handler = false;
+	volatile bool timeout_armed = false;
 	int64		handled = 0;
 	ErrorData  *batch_error = NULL;
 
@@ -715,9 +757,35 @@ run_batch(MemoryContext cxt)
 				Datum		done = msgs;
 
 				handled = received;
-				batch_error = call_handler(&conf, msgs, cxt);
-				if (batch_error != NULL)
-					done = retry_one_by_one(&conf, msgs, cxt, &handled, &batch_error);
+				if (received > 1 && (one_by_one || one_by_one_window()))
+					done = handle_one_by_one(&conf, msgs, cxt, &handled, &batch_error);
+				else
+				{
+					QueueSandbox sb;
+
+					/*
+					 * The whole batch, with no subtransaction: an error
+					 * aborts the batch (PG_CATCH below), and the next batch
+					 * goes one by one.
+					 */
+					in_handler = true;
+					queue_sandbox_enter(&sb, conf.owner, conf.search_path,
+										psprintf(INT64_FORMAT, conf.visibility_ms));
+					if (conf.visibility_ms > 0)
+					{
+						enable_timeout_after(STATEMENT_TIMEOUT,
+											 (int) Min(conf.visibility_ms, INT_MAX));
+						timeout_armed = true;
+					}
+					rc = SPI_execute_plan(handler_plan, &msgs, NULL, false, 0);
+					if (rc < 0)
+						elog(ERROR, "consumer handler call failed: %s", SPI_result_code_string(rc));
+					if (timeout_armed)
+						disable_timeout(STATEMENT_TIMEOUT, false);
+					timeout_armed = false;
+					queue_sandbox_leave(&sb);
+					in_handler = false;
+				}
 
 				/*
 				 * Messages the handler deleted itself (with their receipts)
@@ -752,16 +820,36 @@ run_batch(MemoryContext cxt)
 		{
 			record_batch(handled, batch_error);
 			fifo_one_at_a_time = batch_error != NULL;
+			one_by_one = false;
 		}
 	}
 	PG_CATCH();
 	{
 		ErrorData  *edata;
 
+		if (timeout_armed)
+			disable_timeout(STATEMENT_TIMEOUT, false);
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
+
+		/*
+		 * The handler failed on a batch of several: this rollback counts
+		 * none of them, and the next batch tries each message alone (only
+		 * those that fail alone count).  A batch of one, or an error
+		 * outside the handler, counts each message as any rollback does.
+		 */
+		if (in_handler && received > 1)
+		{
+			LWLockReleaseAll(); /* as the abort does first */
+			queue_failed_uncount();
+			one_by_one = true;
+		}
 		AbortCurrentTransaction();
+		if (in_handler)
+			LockReleaseSession(USER_LOCKMETHOD);	/* the handler's, if any */
+		if (one_by_one)
+			open_one_by_one_window();
 		pgstat_report_activity(STATE_IDLE, NULL);
 		ereport(LOG,
 				(errmsg("queue consumer \"%s\": batch of " INT64_FORMAT " messages failed: %s: %s",

@@ -653,6 +653,29 @@ failed_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 
 
 /*
+ * The receives of the current transaction will not count if it rolls
+ * back (what it folded into rows stays pending, as for any holder that
+ * rolls back).  A consumer whose handler failed on a whole batch calls
+ * this before its abort: it then tries the messages one by one, and only
+ * those that fail alone count (consumer_worker.c).
+ */
+void
+queue_failed_uncount(void)
+{
+	if (failed_shared == NULL || nheld == 0)
+		return;
+	LWLockAcquire(failed_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < nheld; i++)
+	{
+		FailedEntry *e = hash_search(failed_entries, &held[i].key, HASH_FIND, NULL);
+
+		if (e != NULL && e->holder == held[i].xid)
+			e->h_adds = 0;
+	}
+	LWLockRelease(failed_shared->lock);
+}
+
+/*
  * COMMIT or ROLLBACK PREPARED finished: settle the entries of holders that
  * ended (this database's), which the prepared transaction's among them.
  */

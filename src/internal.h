@@ -305,6 +305,7 @@ extern int	queue_failed_leased(QueueMeta *q, int n, const int64 *ids,
 								int32 *pending, TimestampTz *not_before);
 extern void queue_failed_withdrawn(QueueMeta *q, int n, const int64 *ids);
 extern void queue_set_retry(QueueRetry how);
+extern void queue_failed_uncount(void);
 extern int64 queue_retry_delay(QueueRetry how, int32 rc, int64 vt, int64 queue_retry_delay);
 extern int	queue_max_failed_receives;
 extern TimestampTz queue_failed_apply_all(MemoryContext cxt);
@@ -557,6 +558,7 @@ typedef struct QueueConsumerStat
 	int32		wanted;			/* processes: its concurrency, 0 when paused */
 	TimestampTz wanted_at;		/* when that worker last said so */
 	bool		waiting_logged; /* the log has said why it waits */
+	TimestampTz one_by_one_until;	/* its batches call the handler per message */
 	char		waiting[QUEUE_CONSUMER_WAIT_LEN];	/* why it has no process, or "" */
 } QueueConsumerStat;
 

@@ -1,10 +1,12 @@
 # A poison message costs only itself (issue 24, DESIGN.md "Consumers"):
-# when the handler fails on a batch, the consumer calls it again with each
-# message alone, each in a subtransaction of the batch, so the healthy
-# messages are handled and deleted exactly once and only the failing one
-# is counted, comes back after the retry delay and reaches the dead-letter
-# queue after max_receive_count.  On a FIFO queue the messages before the
-# poison one are handled and the group waits behind it, in order.
+# when the handler fails on a batch, that batch rolls back without counting
+# its messages, and the next batch calls the handler with each message
+# alone, each in a subtransaction of its own, so the healthy messages are
+# handled and deleted exactly once and only the failing one is counted,
+# comes back after the retry delay and reaches the dead-letter queue after
+# max_receive_count.  On a FIFO queue the batches after a failure take one
+# message, so the messages before the poison one are handled and the group
+# waits behind it, in order.
 use strict;
 use warnings;
 
@@ -79,9 +81,11 @@ ok($node->poll_query_until('postgres', "SELECT count(*) = 0 FROM queue.peek('pf'
 is(sql("SELECT string_agg(body, ',' ORDER BY n) FROM public.handled"), 'f1,f2,f4',
 	'FIFO: f1 and f2 before the poison one, f4 after it, once each and in order');
 # The failed calls rolled back; the log keeps them.
-my @fifo_failures = (slurp_file($node->logfile) =~ /queue consumer "c_fifo": (\d+ of \d+) messages went back/g);
-is(join(',', @fifo_failures), '2 of 4,1 of 1,1 of 1',
-	'FIFO: of the batch of four the poison one and the one behind it went back, then the poison one came alone twice');
+my $fifo_log = slurp_file($node->logfile);
+my @fifo_failures = ($fifo_log =~ /queue consumer "c_fifo": batch of (\d+) messages failed/g);
+my @fifo_back = ($fifo_log =~ /queue consumer "c_fifo": (\d+ of \d+) messages went back/g);
+is(join(',', @fifo_failures) . ' / ' . join(',', @fifo_back), '4,1,1 / 2 of 3',
+	'FIFO: the batch of four failed whole (not counted); f1 alone; then f2, the poison one and f4 one by one: f2 handled, the poison one and f4 behind it back; then the poison one alone, twice');
 is(sql("SELECT count(*) FROM queue.peek('pf_dlq')"), '1', 'FIFO: only the poison message is in the dead-letter queue');
 
 $node->stop;
