@@ -294,6 +294,14 @@ start_consumer(int slot, int64 consumer_id, uint64 generation)
  */
 #define CONSUMER_FRESH_MS	30000
 
+/* Whether a consumer's counters say it wants processes, said lately. */
+static bool
+wants_now(const QueueConsumerStat *st, TimestampTz now)
+{
+	return st->dbid != InvalidOid && st->wanted > 0 &&
+		!TimestampDifferenceExceeds(st->wanted_at, now, CONSUMER_FRESH_MS);
+}
+
 static void
 fair_shares(TimestampTz now)
 {
@@ -318,8 +326,7 @@ fair_shares(TimestampTz now)
 	{
 		QueueConsumerStat *st = &queue_consumer_shared->stats[i];
 
-		if (st->dbid != InvalidOid && st->wanted > 0 &&
-			!TimestampDifferenceExceeds(st->wanted_at, now, CONSUMER_FRESH_MS))
+		if (wants_now(st, now))
 			maxw = Max(maxw, st->wanted);
 	}
 	for (;;)
@@ -332,8 +339,7 @@ fair_shares(TimestampTz now)
 		{
 			QueueConsumerStat *st = &queue_consumer_shared->stats[i];
 
-			if (st->dbid != InvalidOid && st->wanted > 0 &&
-				!TimestampDifferenceExceeds(st->wanted_at, now, CONSUMER_FRESH_MS))
+			if (wants_now(st, now))
 				sum += Min(st->wanted, level + 1);
 		}
 		if (sum > nslots)
@@ -345,8 +351,7 @@ fair_shares(TimestampTz now)
 	{
 		QueueConsumerStat *st = &queue_consumer_shared->stats[i];
 
-		if (st->dbid != InvalidOid && st->wanted > 0 &&
-			!TimestampDifferenceExceeds(st->wanted_at, now, CONSUMER_FRESH_MS))
+		if (wants_now(st, now))
 			extra -= Min(st->wanted, level);
 	}
 
@@ -367,8 +372,7 @@ fair_shares(TimestampTz now)
 		{
 			QueueConsumerStat *st = &queue_consumer_shared->stats[i];
 
-			if (st->dbid != InvalidOid && st->wanted > level &&
-				!TimestampDifferenceExceeds(st->wanted_at, now, CONSUMER_FRESH_MS) &&
+			if (wants_now(st, now) && st->wanted > level &&
 				(st->dbid < MyDatabaseId ||
 				 (st->dbid == MyDatabaseId && st->consumer_id < row->id)))
 				rank++;

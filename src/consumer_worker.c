@@ -505,60 +505,91 @@ record_batch(int64 processed, ErrorData *edata)
 }
 
 /*
- * Call the handler with msgs (one message, handle_one_by_one) in a
- * subtransaction of the batch, in its sandbox (elevated.c) under its creator's search_path and
- * the visibility timeout (0: none).  NULL when it returned; else its
- * error, copied into cxt, and everything it did is undone (the
- * subtransaction, the sandbox's settings, and session advisory locks it
- * took, which no abort releases).
+ * Run fn(arg) in a subtransaction of the batch.  NULL when it returned;
+ * else its error, copied into cxt, and everything it did is undone.
  */
 static ErrorData *
-call_handler(ConsumerConf *conf, Datum msgs, MemoryContext cxt)
+in_subtransaction(void (*fn) (void *), void *arg, MemoryContext cxt)
 {
 	MemoryContext oldcxt = CurrentMemoryContext;
 	ResourceOwner oldowner = CurrentResourceOwner;
 	ErrorData  *volatile edata = NULL;
-	volatile bool armed = false;
 
 	BeginInternalSubTransaction(NULL);
 	MemoryContextSwitchTo(oldcxt);
 	PG_TRY();
 	{
-		QueueSandbox sb;
-		int			rc;
-
-		queue_sandbox_enter(&sb, conf->owner, conf->search_path,
-							psprintf(INT64_FORMAT, conf->visibility_ms));
-		if (conf->visibility_ms > 0)
-		{
-			enable_timeout_after(STATEMENT_TIMEOUT, (int) Min(conf->visibility_ms, INT_MAX));
-			armed = true;
-		}
-		rc = SPI_execute_plan(handler_plan, &msgs, NULL, false, 0);
-		if (rc < 0)
-			elog(ERROR, "consumer handler call failed: %s", SPI_result_code_string(rc));
-		if (armed)
-			disable_timeout(STATEMENT_TIMEOUT, false);
-		armed = false;
-		queue_sandbox_leave(&sb);
+		fn(arg);
 		ReleaseCurrentSubTransaction();
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
 	}
 	PG_CATCH();
 	{
-		if (armed)
-			disable_timeout(STATEMENT_TIMEOUT, false);
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
 		RollbackAndReleaseCurrentSubTransaction();
-		LockReleaseSession(USER_LOCKMETHOD);
-		MemoryContextSwitchTo(oldcxt);
-		CurrentResourceOwner = oldowner;
 	}
 	PG_END_TRY();
+	MemoryContextSwitchTo(oldcxt);
+	CurrentResourceOwner = oldowner;
 	return edata;
+}
+
+typedef struct HandlerCall
+{
+	ConsumerConf *conf;
+	Datum		msgs;
+} HandlerCall;
+
+/* The handler with hc->msgs, in its sandbox, under the visibility timeout. */
+static void
+handler_in_sandbox(void *arg)
+{
+	HandlerCall *hc = (HandlerCall *) arg;
+	QueueSandbox sb;
+	int			rc;
+
+	queue_sandbox_enter(&sb, hc->conf->owner, hc->conf->search_path,
+						psprintf(INT64_FORMAT, hc->conf->visibility_ms));
+	if (hc->conf->visibility_ms > 0)
+		enable_timeout_after(STATEMENT_TIMEOUT, (int) Min(hc->conf->visibility_ms, INT_MAX));
+	rc = SPI_execute_plan(handler_plan, &hc->msgs, NULL, false, 0);
+	if (rc < 0)
+		elog(ERROR, "consumer handler call failed: %s", SPI_result_code_string(rc));
+	disable_timeout(STATEMENT_TIMEOUT, false);
+	queue_sandbox_leave(&sb);
+}
+
+/*
+ * Call the handler with msgs (one message, handle_one_by_one) in a
+ * subtransaction of the batch, in its sandbox (elevated.c) under its
+ * creator's search_path and the visibility timeout (0: none).  NULL when
+ * it returned; else its error, copied into cxt, and everything it did is
+ * undone (the subtransaction, the sandbox's settings, and session
+ * advisory locks it took, which no abort releases).
+ */
+static ErrorData *
+call_handler(ConsumerConf *conf, Datum msgs, MemoryContext cxt)
+{
+	HandlerCall hc = {conf, msgs};
+	ErrorData  *edata = in_subtransaction(handler_in_sandbox, &hc, cxt);
+
+	if (edata != NULL)
+	{
+		disable_timeout(STATEMENT_TIMEOUT, false);
+		LockReleaseSession(USER_LOCKMETHOD);
+	}
+	return edata;
+}
+
+/* queue.change_visibility(queue, receipt, delay): args are its three. */
+static void
+change_visibility(void *args)
+{
+	int			rc = SPI_execute_plan(give_back_plan, (Datum *) args, NULL, false, 0);
+
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "consumer give-back failed: %s", SPI_result_code_string(rc));
 }
 
 /*
@@ -568,20 +599,19 @@ call_handler(ConsumerConf *conf, Datum msgs, MemoryContext cxt)
  * retry delay for its receive count.
  */
 static void
-give_back(ConsumerConf *conf, Datum msg)
+give_back(ConsumerConf *conf, Datum msg, MemoryContext cxt)
 {
 	HeapTupleHeader th = DatumGetHeapTupleHeader(msg);
 	bool		isnull;
-	Datum		receipt = GetAttributeByName(th, "receipt", &isnull);
 	int32		count = DatumGetInt32(GetAttributeByName(th, "receive_count", &isnull));
 	Interval   *delay = palloc0(sizeof(Interval));
 	Datum		args[3];
-	int			rc;
+	ErrorData  *edata;
 
 	delay->time = queue_retry_delay(conf->retry_fixed ? QUEUE_RETRY_FIXED : QUEUE_RETRY_EXPONENTIAL,
 									count, conf->visibility_ms * 1000, 0);
 	args[0] = PointerGetDatum(conf->queue_name);
-	args[1] = receipt;
+	args[1] = GetAttributeByName(th, "receipt", &isnull);
 	args[2] = IntervalPGetDatum(delay);
 
 	/*
@@ -589,38 +619,11 @@ give_back(ConsumerConf *conf, Datum msg)
 	 * timeout) outlived its lease: change_visibility refuses the receipt
 	 * (55000), and the message is visible again already, its retry delay
 	 * counted from its receive.  In a subtransaction, so that refusal
-	 * fails nothing else.
+	 * fails nothing else; any other error fails the batch.
 	 */
-	{
-		MemoryContext oldcxt = CurrentMemoryContext;
-		ResourceOwner oldowner = CurrentResourceOwner;
-
-		BeginInternalSubTransaction(NULL);
-		MemoryContextSwitchTo(oldcxt);
-		PG_TRY();
-		{
-			rc = SPI_execute_plan(give_back_plan, args, NULL, false, 0);
-			if (rc != SPI_OK_SELECT)
-				elog(ERROR, "consumer give-back failed: %s", SPI_result_code_string(rc));
-			ReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(oldcxt);
-			CurrentResourceOwner = oldowner;
-		}
-		PG_CATCH();
-		{
-			ErrorData  *edata;
-
-			MemoryContextSwitchTo(oldcxt);
-			edata = CopyErrorData();
-			if (edata->sqlerrcode != ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
-				PG_RE_THROW();
-			FlushErrorState();
-			RollbackAndReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(oldcxt);
-			CurrentResourceOwner = oldowner;
-		}
-		PG_END_TRY();
-	}
+	edata = in_subtransaction(change_visibility, args, cxt);
+	if (edata != NULL && edata->sqlerrcode != ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
+		ReThrowError(edata);
 }
 
 /*
@@ -674,7 +677,7 @@ handle_one_by_one(ConsumerConf *conf, Datum msgs, MemoryContext cxt, int64 *hand
 			first = e;
 		if (conf->fifo)
 			stopped = true;
-		give_back(conf, elems[i]);
+		give_back(conf, elems[i], cxt);
 	}
 	*handled = nok;
 	*err = first;
@@ -692,7 +695,6 @@ run_batch(MemoryContext cxt)
 	volatile BatchResult result = BATCH_DONE;
 	volatile int64 received = 0;
 	volatile bool in_handler = false;
-	volatile bool timeout_armed = false;
 	int64		handled = 0;
 	ErrorData  *batch_error = NULL;
 
@@ -761,7 +763,7 @@ run_batch(MemoryContext cxt)
 					done = handle_one_by_one(&conf, msgs, cxt, &handled, &batch_error);
 				else
 				{
-					QueueSandbox sb;
+					HandlerCall hc = {&conf, msgs};
 
 					/*
 					 * The whole batch, with no subtransaction: an error
@@ -769,21 +771,7 @@ run_batch(MemoryContext cxt)
 					 * goes one by one.
 					 */
 					in_handler = true;
-					queue_sandbox_enter(&sb, conf.owner, conf.search_path,
-										psprintf(INT64_FORMAT, conf.visibility_ms));
-					if (conf.visibility_ms > 0)
-					{
-						enable_timeout_after(STATEMENT_TIMEOUT,
-											 (int) Min(conf.visibility_ms, INT_MAX));
-						timeout_armed = true;
-					}
-					rc = SPI_execute_plan(handler_plan, &msgs, NULL, false, 0);
-					if (rc < 0)
-						elog(ERROR, "consumer handler call failed: %s", SPI_result_code_string(rc));
-					if (timeout_armed)
-						disable_timeout(STATEMENT_TIMEOUT, false);
-					timeout_armed = false;
-					queue_sandbox_leave(&sb);
+					handler_in_sandbox(&hc);
 					in_handler = false;
 				}
 
@@ -827,7 +815,7 @@ run_batch(MemoryContext cxt)
 	{
 		ErrorData  *edata;
 
-		if (timeout_armed)
+		if (in_handler)
 			disable_timeout(STATEMENT_TIMEOUT, false);
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();

@@ -333,6 +333,19 @@ ok($node->poll_query_until('hostile',
 	'the promoted standby runs the worker');
 drive(3);
 
+# The role hooks under the same settings: a superuser's DROP ROLE in this
+# database (the hook reads the registries as the tables' owner) and
+# mallory's own DROP OWNED (the event trigger drops her consumers and
+# subscriptions as the tables' owner).
+{
+	local $ENV{PGOPTIONS} = '';
+	my ($rc, $out, $err) = $node->psql('hostile', 'DROP ROLE mallory');
+	like($err, qr/role "mallory" cannot be dropped.*\n.*owner of consumer "c_evil"/s,
+		'DROP ROLE of the owner of consumers is refused, naming them, under the database\'s search_path');
+}
+mallory('DROP OWNED BY mallory');
+is(su('SELECT count(*) FROM queue.consumers'), '0', 'mallory\'s DROP OWNED dropped her consumers');
+
 # The verdict: over every log of both servers, no trap ran as a superuser,
 # and mallory is still an ordinary role; the traps did run in mallory's
 # own sessions, so they were live.
