@@ -375,6 +375,7 @@ extern void queue_finish_prepared(const char *gid, bool commit);
 #include "port/atomics.h"
 
 #define QUEUE_WAIT_SLOTS	1024	/* long-poll condition variables */
+#define QUEUE_MAX_WATCHERS	64		/* SQS endpoint workers (core_api.h) */
 
 typedef struct QueueCounterEntry
 {
@@ -440,6 +441,9 @@ typedef struct QueueShared
 	QueueDbSlot dbs[QUEUE_MAX_DBS];
 	ConditionVariable wait_cv[QUEUE_WAIT_SLOTS];
 	pg_atomic_uint64 wait_gen[QUEUE_WAIT_SLOTS];	/* bumped before each wake */
+	/* the SQS endpoint's workers (core_api.h): who waits on which slot */
+	pg_atomic_uint64 watch_mask[QUEUE_WAIT_SLOTS];	/* bit i: watcher i */
+	Latch	   *watcher_latch[QUEUE_MAX_WATCHERS];
 	int			nprepared;		/* size of prepared[] */
 	uint64		prepared_seq;
 	QueuePrepared *prepared;	/* max_prepared_transactions slots */

@@ -12,6 +12,7 @@
 #include "postgres.h"
 
 #include "miscadmin.h"
+#include "fmgr.h"
 #include "utils/guc.h"
 
 #include "internal.h"
@@ -23,6 +24,17 @@ int			queue_max_message_size_limit = 1048576;
 
 /* True when loaded from shared_preload_libraries. */
 bool		queue_preloaded = false;
+
+/*
+ * The SQS endpoint's settings (DESIGN.md "SQS API").  They live here so
+ * they exist whether or not the endpoint's library is loaded (the prefix
+ * "queue" is reserved below); the library (src/sqs/) reads them.
+ */
+static char *queue_sqs_listen = NULL;
+static int	queue_sqs_workers = 2;
+static char *queue_sqs_database = NULL;
+static char *queue_sqs_account_id = NULL;
+static int	queue_sqs_max_connections = 10000;
 
 void		_PG_init(void);
 
@@ -74,6 +86,41 @@ _PG_init(void)
 							 false,
 							 PGC_USERSET, 0,
 							 NULL, NULL, NULL);
+	DefineCustomStringVariable("queue.sqs_listen",
+							   "Address the SQS endpoint listens on (host:port; empty: off).",
+							   "A port alone, or :port, listens on 127.0.0.1. Needs queue in shared_preload_libraries.",
+							   &queue_sqs_listen,
+							   "",
+							   PGC_POSTMASTER, 0,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("queue.sqs_workers",
+							"Background workers serving the SQS endpoint.",
+							NULL,
+							&queue_sqs_workers,
+							2, 1, 64,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	DefineCustomStringVariable("queue.sqs_database",
+							   "Database the SQS endpoint serves.",
+							   NULL,
+							   &queue_sqs_database,
+							   "postgres",
+							   PGC_POSTMASTER, 0,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("queue.sqs_account_id",
+							   "Account id in the SQS endpoint's queue URLs and ARNs.",
+							   NULL,
+							   &queue_sqs_account_id,
+							   "000000000000",
+							   PGC_SIGHUP, 0,
+							   NULL, NULL, NULL);
+	DefineCustomIntVariable("queue.sqs_max_connections",
+							"Open HTTP connections each SQS endpoint worker accepts.",
+							NULL,
+							&queue_sqs_max_connections,
+							10000, 16, 1000000,
+							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
 	queue_failed_init();
 	queue_consumer_init();
 	MarkGUCPrefixReserved("queue");
@@ -87,6 +134,21 @@ _PG_init(void)
 		queue_shmem_init();
 		queue_worker_register_launcher();
 		queue_utility_hook_init();
+
+		/*
+		 * The SQS endpoint: its own library (libmicrohttpd), loaded only
+		 * when asked for, so the core has no HTTP dependency.  It registers
+		 * its workers; it calls back into this library (core_api.h), which
+		 * is loaded by now.
+		 */
+		if (queue_sqs_listen != NULL && queue_sqs_listen[0] != '\0')
+		{
+			void		(*sqs_register) (void);
+
+			sqs_register = (void (*) (void))
+				load_external_function("$libdir/queue_sqs", "queue_sqs_register", true, NULL);
+			sqs_register();
+		}
 	}
 }
 

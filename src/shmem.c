@@ -162,6 +162,7 @@ queue_shmem_startup(void)
 		queue_shared->nused = 0;
 		queue_shared->launcher_latch = NULL;
 		memset(queue_shared->dbs, 0, sizeof(queue_shared->dbs));
+		memset(queue_shared->watcher_latch, 0, sizeof(queue_shared->watcher_latch));
 		queue_shared->nprepared = Max(max_prepared_xacts, 0);
 		queue_shared->prepared_seq = 0;
 		queue_shared->prepared = NULL;
@@ -177,6 +178,7 @@ queue_shmem_startup(void)
 		{
 			ConditionVariableInit(&queue_shared->wait_cv[i]);
 			pg_atomic_init_u64(&queue_shared->wait_gen[i], 0);
+			pg_atomic_init_u64(&queue_shared->watch_mask[i], 0);
 		}
 		for (int i = 0; i < queue_shared->ncounters; i++)
 		{

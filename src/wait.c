@@ -28,13 +28,17 @@
 #include "catalog/pg_type.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
+#include "access/htup_details.h"
+#include "funcapi.h"
 #include "tcop/tcopprot.h"
 #include "miscadmin.h"
+#include "port/pg_bitutils.h"
 #include "pgstat.h"
 #include "storage/latch.h"
 #include "utils/timestamp.h"
 #include "utils/wait_event.h"
 
+#include "core_api.h"
 #include "internal.h"
 
 #define QUEUE_FALLBACK_POLL_MS	100
@@ -56,8 +60,22 @@ wait_slot(int64 queue_id)
 static void
 wake_slot(int slot)
 {
+	uint64		watchers;
+
 	pg_atomic_fetch_add_u64(&queue_shared->wait_gen[slot], 1);
 	ConditionVariableBroadcast(&queue_shared->wait_cv[slot]);
+
+	/* the SQS endpoint's workers with a long poll parked on this slot */
+	watchers = pg_atomic_read_u64(&queue_shared->watch_mask[slot]);
+	while (watchers != 0)
+	{
+		int			w = pg_rightmost_one_pos64(watchers);
+		Latch	   *latch = queue_shared->watcher_latch[w];
+
+		watchers &= watchers - 1;
+		if (latch != NULL)
+			SetLatch(latch);
+	}
 }
 
 /* Wake the receivers waiting on a queue (from commit callbacks). */
@@ -76,6 +94,61 @@ queue_wake_all(void)
 {
 	for (int slot = 0; slot < QUEUE_WAIT_SLOTS; slot++)
 		wake_slot(slot);
+}
+
+/*
+ * The SQS endpoint's workers (core_api.h).  A watcher's bit in a slot's
+ * mask makes every wake of that slot set the watcher's latch.  The mask is
+ * set with a full barrier before the watcher compares the generation
+ * again, and wake_slot bumps the generation before it reads the mask: a
+ * wake either sees the bit or moved the generation the watcher compares.
+ */
+void
+queue_wait_watcher_attach(int watcher)
+{
+	if (queue_shared == NULL || watcher < 0 || watcher >= QUEUE_MAX_WATCHERS)
+		elog(ERROR, "queue wait watcher %d out of range", watcher);
+	queue_shared->watcher_latch[watcher] = MyLatch;
+}
+
+void
+queue_wait_watcher_detach(int watcher)
+{
+	uint64		bit = UINT64CONST(1) << watcher;
+
+	if (queue_shared == NULL || watcher < 0 || watcher >= QUEUE_MAX_WATCHERS)
+		return;
+	for (int slot = 0; slot < QUEUE_WAIT_SLOTS; slot++)
+		pg_atomic_fetch_and_u64(&queue_shared->watch_mask[slot], ~bit);
+	queue_shared->watcher_latch[watcher] = NULL;
+}
+
+void
+queue_wait_watch(int watcher, int64 queue_id, bool on)
+{
+	uint64		bit = UINT64CONST(1) << watcher;
+	int			slot = wait_slot(queue_id);
+
+	if (queue_shared == NULL || watcher < 0 || watcher >= QUEUE_MAX_WATCHERS)
+		return;
+	if (on)
+		pg_atomic_fetch_or_u64(&queue_shared->watch_mask[slot], bit);
+	else
+		pg_atomic_fetch_and_u64(&queue_shared->watch_mask[slot], ~bit);
+}
+
+int
+queue_wait_slot_of(int64 queue_id)
+{
+	return wait_slot(queue_id);
+}
+
+uint64
+queue_wait_generation_of(int64 queue_id)
+{
+	if (queue_shared == NULL)
+		return 0;
+	return pg_atomic_read_u64(&queue_shared->wait_gen[wait_slot(queue_id)]);
 }
 
 /* Read before each try of a waiting receive; handed to queue_wait. */
@@ -203,4 +276,40 @@ queue_wait_end(void)
 {
 	if (queue_shared != NULL)
 		ConditionVariableCancelSleep();
+}
+
+PG_FUNCTION_INFO_V1(queue_wait_hint_sql);
+
+/*
+ * queue._wait_hint(queue_name) returns (queue_id, generation,
+ * next_visible_at): what the SQS endpoint reads before it tries a receive
+ * it may park (core_api.h).  Needs receive on the queue.  Not granted to
+ * PUBLIC.
+ */
+Datum
+queue_wait_hint_sql(PG_FUNCTION_ARGS)
+{
+	QueueCall	call;
+	QueueMeta  *q;
+	TupleDesc	tupdesc;
+	Datum		values[3];
+	bool		nulls[3] = {false, false, false};
+	TimestampTz next;
+	HeapTuple	tuple;
+
+	queue_arg_notnull(fcinfo, 0, "queue_name");
+	if (get_call_result_type(fcinfo, NULL, &tupdesc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "queue._wait_hint must return a row");
+	tupdesc = BlessTupleDesc(tupdesc);
+
+	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_RECEIVE);
+	values[0] = Int64GetDatum(q->id);
+	values[1] = Int64GetDatum((int64) queue_wait_generation(q));
+	next = next_visible_at(q, GetCurrentTimestamp());
+	values[2] = TimestampTzGetDatum(next);
+	nulls[2] = (next == 0);
+	queue_close(&call);
+
+	tuple = heap_form_tuple(tupdesc, values, nulls);
+	PG_RETURN_DATUM(HeapTupleGetDatum(tuple));
 }

@@ -1,0 +1,35 @@
+/*-------------------------------------------------------------------------
+ *
+ * core_api.h
+ *	  What the core library exports to the SQS endpoint's library
+ *	  (src/sqs/, queue_sqs): the few functions it calls directly.  Both
+ *	  libraries live in one process; the core is loaded first (it loads
+ *	  queue_sqs itself, queue.c), so these symbols resolve.  Everything else
+ *	  the endpoint does goes through the SQL API, as the caller's role.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QUEUE_CORE_API_H
+#define QUEUE_CORE_API_H
+
+#include "utils/timestamp.h"
+
+/* elevated.c: the settings a background process of ours runs under */
+extern void queue_pin_process_settings(void);
+
+/*
+ * wait.c: long polls parked in an event loop instead of a process.  A
+ * watcher (0 .. 63, one per endpoint worker) attaches its latch once;
+ * queue_wait_watch(w, queue_id, true) asks for that latch to be set
+ * whenever the queue's wait slot is woken (a commit made messages
+ * receivable), until the same call with false.  A queue's generation moves
+ * before each wake: read it before trying a receive, watch, then compare
+ * again before sleeping (a commit in between has moved it).
+ */
+extern void queue_wait_watcher_attach(int watcher);
+extern void queue_wait_watcher_detach(int watcher);
+extern void queue_wait_watch(int watcher, int64 queue_id, bool on);
+extern uint64 queue_wait_generation_of(int64 queue_id);
+extern int	queue_wait_slot_of(int64 queue_id);
+
+#endif							/* QUEUE_CORE_API_H */

@@ -1,0 +1,188 @@
+/*-------------------------------------------------------------------------
+ *
+ * sqs.h
+ *	  The SQS endpoint (DESIGN.md "SQS API"): Amazon SQS's HTTP API served
+ *	  by background workers, in a library of its own (queue_sqs), so the
+ *	  core library has no HTTP dependency.
+ *
+ * Rooms of this folder, top to bottom (each may call only those below it):
+ *	  server.c	 the workers: libmicrohttpd in the worker's own event loop
+ *				 (no threads), requests in, responses out, parked long polls
+ *	  protocol.c one request: which protocol (AWS JSON 1.0 or Query), its
+ *				 transaction, authentication, the action, the answer in the
+ *				 request's protocol (JSON or XML), SQS's errors
+ *	  actions.c  each SQS action as calls of the SQL API, as the key's role
+ *	  sigv4.c	 AWS Signature Version 4, the keys' secrets (via the core)
+ *	  digest.c	 SQS's MD5 digests of bodies and message attributes
+ * Below them: PostgreSQL, libmicrohttpd (server.c only), OpenSSL, and the
+ * few functions the core exports for this library (core_api.h).  Nothing
+ * in the core includes this file.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QUEUE_SQS_H
+#define QUEUE_SQS_H
+
+#include "lib/stringinfo.h"
+#include "utils/jsonb.h"
+#include "utils/timestamp.h"
+
+/* SQS's wire limits (REFERENCE.md 1.7, DESIGN.md "SQS API") */
+#define SQS_MAX_BATCH			10
+#define SQS_MAX_WAIT_SECONDS	20
+#define SQS_MAX_DELAY_SECONDS	900
+#define SQS_MAX_BODY			(4 * 1024 * 1024)	/* HTTP request body cap */
+#define SQS_MAX_SKEW_SECS		(15 * 60)
+
+typedef struct SqsPair			/* a header or a decoded parameter */
+{
+	char	   *name;
+	char	   *value;
+} SqsPair;
+
+/*
+ * One request as server.c hands it over: everything is in the memory
+ * context the call runs in, or lives as long as the request.
+ */
+typedef struct SqsRequest
+{
+	const char *method;			/* "POST", "GET", ... */
+	const char *raw_path;		/* request line's path, still percent-encoded */
+	const char *raw_query;		/* after '?', as received; "" when none */
+	int			nheaders;
+	SqsPair    *headers;		/* names lower-cased, values as received */
+	int			nparams;
+	SqsPair    *params;			/* decoded query-string and form-body params,
+								 * in order (Query protocol) */
+	const char *body;			/* raw body bytes (signed as they are) */
+	size_t		body_len;
+	TimestampTz started_at;		/* when the request had fully arrived */
+	const char *peer;			/* client address, for logs */
+} SqsRequest;
+
+/* Who a verified request runs as. */
+typedef struct SqsAuth
+{
+	Oid			role;
+	char		access_key_id[129];
+	char		region[64];		/* the credential scope's region */
+} SqsAuth;
+
+/*
+ * What protocol.c answers.  A ReceiveMessage that found nothing and may
+ * still wait sets park: server.c keeps the connection open without a
+ * response and calls sqs_handle again with the same request when the
+ * queue's wait slot generation moves away from park_generation (a commit
+ * woke the queue) or at park_until, whichever comes first.
+ */
+typedef struct SqsResponse
+{
+	int			status;			/* HTTP status */
+	const char *content_type;
+	StringInfoData body;
+	int			nheaders;
+	SqsPair		headers[4];		/* e.g. x-amzn-query-error */
+	bool		park;
+	int64		park_queue_id;
+	uint64		park_generation;
+	TimestampTz park_until;
+} SqsResponse;
+
+/*
+ * The errors of SQS on the wire (REFERENCE.md 1.7).  protocol.c holds the
+ * table: JSON __type, Query code, HTTP status, Sender or Receiver.
+ */
+typedef enum SqsError
+{
+	SQS_ERR_NONE = 0,
+	SQS_ERR_QUEUE_DOES_NOT_EXIST,
+	SQS_ERR_QUEUE_NAME_EXISTS,
+	SQS_ERR_INVALID_PARAMETER_VALUE,
+	SQS_ERR_MISSING_PARAMETER,
+	SQS_ERR_ACCESS_DENIED,
+	SQS_ERR_BATCH_ENTRY_IDS_NOT_DISTINCT,
+	SQS_ERR_BATCH_REQUEST_TOO_LONG,
+	SQS_ERR_EMPTY_BATCH_REQUEST,
+	SQS_ERR_INVALID_BATCH_ENTRY_ID,
+	SQS_ERR_MESSAGE_NOT_INFLIGHT,
+	SQS_ERR_PURGE_QUEUE_IN_PROGRESS,
+	SQS_ERR_QUEUE_DELETED_RECENTLY,
+	SQS_ERR_TOO_MANY_ENTRIES_IN_BATCH_REQUEST,
+	SQS_ERR_UNSUPPORTED_OPERATION,
+	SQS_ERR_RECEIPT_HANDLE_IS_INVALID,
+	SQS_ERR_OVER_LIMIT,
+	SQS_ERR_INVALID_ATTRIBUTE_NAME,
+	SQS_ERR_INVALID_ATTRIBUTE_VALUE,
+	SQS_ERR_INVALID_MESSAGE_CONTENTS,
+	SQS_ERR_RESOURCE_NOT_FOUND,		/* move tasks */
+	SQS_ERR_INVALID_ACTION,			/* unknown or unsupported action */
+	SQS_ERR_INVALID_CLIENT_TOKEN_ID,	/* 403s from here on */
+	SQS_ERR_SIGNATURE_DOES_NOT_MATCH,
+	SQS_ERR_INCOMPLETE_SIGNATURE,
+	SQS_ERR_MISSING_AUTHENTICATION_TOKEN,
+	SQS_ERR_REQUEST_EXPIRED,
+	SQS_ERR_INTERNAL_ERROR,			/* 500 */
+	SQS_ERR_NUM
+} SqsError;
+
+/*
+ * protocol.c: serve one request completely (its own transaction or
+ * transactions; never throws: every failure becomes an SQS error answer).
+ */
+extern void sqs_handle(const SqsRequest *req, SqsResponse *resp);
+extern const char *sqs_header(const SqsRequest *req, const char *lname);
+
+/*
+ * Raise an SQS error from actions.c or sigv4.c: an ereport(ERROR) that
+ * protocol.c catches and answers with err's code and this message.
+ */
+pg_noreturn extern void sqs_fail(SqsError err, const char *fmt,...) pg_attribute_printf(2, 3);
+
+/*
+ * What an action sees.  input is the action's input shape as AWS JSON 1.0
+ * sends it; a Query request's flattened parameters are folded into the
+ * same shape first (protocol.c), with every scalar a JSON string, so
+ * actions read numbers and booleans from either a JSON number/boolean or a
+ * string.
+ */
+typedef struct SqsCall
+{
+	const SqsRequest *req;
+	SqsAuth		auth;
+	const char *action;			/* "SendMessage", ... */
+	Jsonb	   *input;
+	bool		query_protocol;
+	const char *host;			/* Host header, for queue URLs */
+	const char *account_id;		/* queue.sqs_account_id */
+} SqsCall;
+
+/*
+ * actions.c: run one action, inside a transaction protocol.c started, SPI
+ * connected, already as the key's role.  On success append the output
+ * shape as a JSON object to out (the JSON protocol's body; protocol.c
+ * turns it into XML for Query).  Client errors: sqs_fail.  May set
+ * resp->park (ReceiveMessage).  False: no such action.
+ */
+extern bool sqs_run_action(SqsCall *call, StringInfo out, SqsResponse *resp);
+/* Queue URL and ARN of a queue name, and the name of a URL/ARN/bare name */
+extern char *sqs_queue_url(const SqsCall *call, const char *queue_name);
+extern char *sqs_queue_arn(const SqsCall *call, const char *queue_name);
+
+/*
+ * sigv4.c: verify a request's signature (header or presigned form).
+ * Inside a transaction, SPI connected, still as the worker's superuser:
+ * looks the key up with the core's queue._access_key_secret.  Fills auth;
+ * failures: sqs_fail with one of the 403 errors.
+ */
+extern void sqs_verify(const SqsRequest *req, TimestampTz now, SqsAuth *auth);
+
+/* digest.c: lowercase hex MD5s (33 bytes with the NUL) */
+extern void sqs_md5_hex(const char *data, size_t len, char *hex);
+/*
+ * MD5OfMessageAttributes of an SQS MessageAttributes object
+ * ({"name": {"DataType": ..., "StringValue"|"BinaryValue": ...}}, binary
+ * values base64 as on the wire); false when attrs has none.
+ */
+extern bool sqs_md5_of_attributes(Jsonb *attrs, char *hex);
+
+#endif							/* QUEUE_SQS_H */
