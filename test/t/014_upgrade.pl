@@ -273,14 +273,20 @@ DROP SCHEMA up_app;
 ));
 $before_peek = sql($peek);
 
+# 1.3.1 -> 1.3.2: the SQS endpoint's access keys and long-poll hint; no
+# message changes
+sql("ALTER EXTENSION queue UPDATE TO '1.3.2'");
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3.2', 'updated to 1.3.2');
+is(sql($peek), $before_peek, '1.3.2: every message unchanged, in delivery order');
+
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
 $node->safe_psql('fresh', q(
 CREATE EXTENSION queue;
 GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
 ));
-is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3.1',
-	'a fresh install is 1.3.1');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3.2',
+	'a fresh install is 1.3.2');
 sub schema_dump
 {
 	my ($db) = @_;
@@ -332,7 +338,7 @@ like($err, qr/schema "queue" is owned by role "up_squatter", who is not a superu
 is($node->safe_psql('squatted', "SELECT count(*) FROM pg_extension WHERE extname = 'queue'"), '0',
 	'and installs nothing');
 $node->safe_psql('squatted', 'DROP SCHEMA queue; CREATE SCHEMA queue; CREATE EXTENSION queue');
-is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3.1',
+is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3.2',
 	'a schema queue that a superuser made is used');
 
 $node->stop;
