@@ -420,6 +420,7 @@ struct FoldNode
 {
 	FoldKind	kind;
 	const char *str;			/* FOLD_STRING */
+	const char *qname;			/* its name as the request spelt it */
 	int			n;
 	int			cap;
 	FoldMember *members;
@@ -610,6 +611,8 @@ fold_insert(FoldNode *obj, char **segs, int nseg, const char *value,
 			kind = FOLD_OBJECT;
 	}
 	child = fold_child(obj, key, 0, kind, param);
+	if (child->qname == NULL)
+		child->qname = segs[0];
 
 	if (kind == FOLD_STRING)
 	{
@@ -660,12 +663,14 @@ member_index_cmp(const void *a, const void *b)
 	return (ia > ib) - (ia < ib);
 }
 
-static void fold_render(StringInfo buf, FoldNode *node, const char *where);
+static void fold_render(StringInfo buf, FoldNode *node);
 
 /* A map's entries as a JSON object: {Name|Key: Value, ...} */
 static void
-fold_render_map(StringInfo buf, FoldNode *node, const char *where)
+fold_render_map(StringInfo buf, FoldNode *node)
 {
+	const char *where = node->qname ? node->qname : "?";
+
 	appendStringInfoChar(buf, '{');
 	for (int i = 0; i < node->n; i++)
 	{
@@ -696,14 +701,14 @@ fold_render_map(StringInfo buf, FoldNode *node, const char *where)
 			appendStringInfoChar(buf, ',');
 		escape_json(buf, k->str);
 		appendStringInfoChar(buf, ':');
-		fold_render(buf, v, where);
+		fold_render(buf, v);
 	}
 	appendStringInfoChar(buf, '}');
 }
 
 /* The folded tree as JSON text, every scalar a string */
 static void
-fold_render(StringInfo buf, FoldNode *node, const char *where)
+fold_render(StringInfo buf, FoldNode *node)
 {
 	switch (node->kind)
 	{
@@ -718,7 +723,7 @@ fold_render(StringInfo buf, FoldNode *node, const char *where)
 					appendStringInfoChar(buf, ',');
 				escape_json(buf, node->members[i].key);
 				appendStringInfoChar(buf, ':');
-				fold_render(buf, node->members[i].node, node->members[i].key);
+				fold_render(buf, node->members[i].node);
 			}
 			appendStringInfoChar(buf, '}');
 			break;
@@ -730,14 +735,14 @@ fold_render(StringInfo buf, FoldNode *node, const char *where)
 			{
 				if (i > 0)
 					appendStringInfoChar(buf, ',');
-				fold_render(buf, node->members[i].node, where);
+				fold_render(buf, node->members[i].node);
 			}
 			appendStringInfoChar(buf, ']');
 			break;
 		case FOLD_MAP:
 			if (node->n > 1)
 				qsort(node->members, node->n, sizeof(FoldMember), member_index_cmp);
-			fold_render_map(buf, node, where);
+			fold_render_map(buf, node);
 			break;
 	}
 }
@@ -807,7 +812,7 @@ fold_query(const SqsRequest *req, const char *action)
 	}
 
 	initStringInfo(&buf);
-	fold_render(&buf, root, "");
+	fold_render(&buf, root);
 	return buf.data;
 }
 
