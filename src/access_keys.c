@@ -262,7 +262,7 @@ prepare_plans(void)
 									 " FROM (SELECT u.access_key_id FROM queue._access_keys u"
 									 "       WHERE u.access_key_id OPERATOR(pg_catalog.=) $1"
 									 "         AND (u.last_used_at IS NULL OR u.last_used_at OPERATOR(pg_catalog.<)"
-									 "              pg_catalog.now() OPERATOR(pg_catalog.-) '" AK_TOUCH_EVERY "'::pg_catalog.interval)"
+									 "              (pg_catalog.now() OPERATOR(pg_catalog.-) '" AK_TOUCH_EVERY "'::pg_catalog.interval))"
 									 "       FOR UPDATE SKIP LOCKED) s"
 									 " WHERE k.access_key_id OPERATOR(pg_catalog.=) s.access_key_id", 1, types);
 	}

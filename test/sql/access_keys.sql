@@ -113,7 +113,8 @@ SET ROLE queue_test_ak_bob;
 SELECT access_key_id, role FROM queue.access_keys ORDER BY 1;
 RESET ROLE;
 SET ROLE queue_test_ak_alice;
-SELECT CASE WHEN access_key_id ~ '^AKIA[A-Z2-7]{16}$' THEN 'generated' ELSE access_key_id END AS key,
+SELECT CASE WHEN access_key_id ~ '^AKIA[A-Z2-7]{16}$' THEN 'generated'
+			WHEN length(access_key_id) = 128 THEN 'k x 128' ELSE access_key_id END AS key,
 	   role
 FROM queue.access_keys ORDER BY 1;
 RESET ROLE;
@@ -191,6 +192,13 @@ SELECT pg_temp.err('DROP ROLE queue_test_ak_bob') AS drop_bob_after_reassign;
 SELECT queue.drop_access_key('carol-1'), queue.drop_access_key('carol-2');
 SELECT pg_temp.err('DROP ROLE queue_test_ak_carol') AS drop_carol_after;
 SELECT count(*) AS keys_left FROM queue._access_keys;
+-- a GRANT on queue._access_key_owners to a role without a key (a
+-- restore's: the grants are dumped, the keys are not) is taken back at once
+CREATE ROLE queue_test_ak_restored;
+GRANT SELECT ON queue._access_key_owners TO queue_test_ak_restored;
+SELECT count(*) AS restored_grant FROM pg_class c, aclexplode(c.relacl) x
+WHERE c.oid = 'queue._access_key_owners'::regclass AND x.grantee = 'queue_test_ak_restored'::regrole;
+SELECT pg_temp.err('DROP ROLE queue_test_ak_restored') AS drop_restored;
 SELECT count(*) AS grants_left FROM pg_class c, aclexplode(c.relacl) x
 WHERE c.oid = 'queue._access_key_owners'::regclass AND x.grantee <> c.relowner;
 SELECT count(*) AS roles_left FROM pg_roles WHERE rolname LIKE 'queue_test_ak%';
