@@ -61,6 +61,15 @@ start_cluster() {
 		[ "$BENCH_FLOOR_ONLY" = 1 ] || die "$PKGLIBDIR/queue.so is not installed (run make install, or BENCH_FLOOR_ONLY=1)"
 		preload="''"
 	fi
+	# the SQS endpoint (section 8) when its library is installed
+	SQS_PORT=""
+	local sqs_conf=""
+	if [ "${SQS:-1}" = 1 ] && [ -f "$PKGLIBDIR/queue_sqs.so" ] && [ "$preload" != "''" ]; then
+		for p in $(seq $((PORT + 1000)) $((PORT + 1100))); do
+			if port_free "$p"; then SQS_PORT=$p; break; fi
+		done
+		[ -n "$SQS_PORT" ] && sqs_conf="queue.sqs_listen = '127.0.0.1:$SQS_PORT'"
+	fi
 	as_pg "$BINDIR/initdb" -D "$DATA" -A trust -U postgres -E UTF8 --locale=C >"$BENCH_DIR/initdb.log" 2>&1 ||
 		{ cat "$BENCH_DIR/initdb.log" >&2; die "initdb failed"; }
 	# synchronous_commit stays at its default (on) in the file: runs with
@@ -79,6 +88,7 @@ max_connections = 80
 # long-poll runs follow each other; see README "Long polling").
 client_connection_check_interval = 1000
 max_wal_size = 8GB
+$sqs_conf
 EOF
 	as_pg "$BINDIR/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 start >/dev/null || die "the server did not start"
 }

@@ -46,6 +46,9 @@
 #     memory after touching min(N, 1000) of them (queue.plan_cache_queues 0
 #     and 100), and the full cycle spread over min(N, 1000) queues against
 #     one queue
+#  8. the SQS endpoint (test/bench/sqs.sh; SQS=0 skips it): the full
+#     cycle over HTTP against SQL at batch 10 and 1, long-poll wake-up over
+#     HTTP, memory of SQS_PARK parked long polls
 #  4. (not with QUICK=1) the soak: SOAK_MESSAGES messages through a queue
 #     kept near empty (send 10 -> receive 10 -> delete, 4 clients, autovacuum
 #     at its defaults), for the extension and the floor (idx): throughput per
@@ -635,6 +638,13 @@ fi
 if [ "$EXT" = 1 ] && [ "${MANYQ:-1}" = 1 ]; then
 	# shellcheck source=many.sh
 	. "$HERE/many.sh"
+fi
+
+# --- 8. the SQS endpoint -----------------------------------------------------------
+
+if [ "$EXT" = 1 ] && [ "${SQS:-1}" = 1 ]; then
+	# shellcheck source=sqs.sh
+	. "$HERE/sqs.sh"
 fi
 
 # --- summary -------------------------------------------------------------------------
