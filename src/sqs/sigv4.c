@@ -624,7 +624,7 @@ parse_signed_headers(SigClaim *claim)
 					 "SignedHeaders lists '%s' more than once.",
 					 claim->signed_names[i]);
 	if (!host)
-		sqs_fail(SQS_ERR_SIGNATURE_DOES_NOT_MATCH,
+		sqs_fail(SQS_ERR_INCOMPLETE_SIGNATURE,
 				 "'Host' must be a 'SignedHeader' in the AWS Authorization.");
 }
 
