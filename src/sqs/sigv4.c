@@ -460,7 +460,6 @@ parse_authorization(const char *auth, SigClaim *claim)
 	char	   *copy;
 	char	   *p;
 	size_t		alen = strlen(SIGV4_ALGORITHM);
-	int			parts = 0;
 
 	if (strlen(auth) > SIGV4_MAX_AUTH_LEN)
 		sqs_fail(SQS_ERR_INCOMPLETE_SIGNATURE,
@@ -493,7 +492,7 @@ parse_authorization(const char *auth, SigClaim *claim)
 			eq = strchr(p, '=');
 			if (eq == NULL)
 				sqs_fail(SQS_ERR_INCOMPLETE_SIGNATURE,
-						 "Authorization header component '%.40s' is malformed.", p);
+						 "Authorization header components must be name=value pairs separated by ','.");
 			*eq = '\0';
 			if (strcmp(p, "Credential") == 0)
 				slot = &claim->credential;
@@ -503,12 +502,11 @@ parse_authorization(const char *auth, SigClaim *claim)
 				slot = &claim->signature;
 			else
 				sqs_fail(SQS_ERR_INCOMPLETE_SIGNATURE,
-						 "Authorization header component '%.40s' is not known.", p);
+						 "Authorization header components are 'Credential', 'SignedHeaders' and 'Signature'.");
 			if (*slot != NULL)
 				sqs_fail(SQS_ERR_INCOMPLETE_SIGNATURE,
 						 "Authorization header has '%s' more than once.", p);
 			*slot = eq + 1;
-			parts++;
 		}
 		p = comma ? comma + 1 : NULL;
 	}
@@ -521,7 +519,6 @@ parse_authorization(const char *auth, SigClaim *claim)
 	if (claim->signature == NULL)
 		sqs_fail(SQS_ERR_INCOMPLETE_SIGNATURE,
 				 "Authorization header requires 'Signature' parameter.");
-	(void) parts;
 }
 
 /* Split key/date/region/service/aws4_request and check the scope. */
@@ -557,6 +554,10 @@ parse_credential(SigClaim *claim)
 	if (key_len == 0 || key_len >= sizeof(claim->key_id))
 		sqs_fail(SQS_ERR_INVALID_CLIENT_TOKEN_ID,
 				 "The security token included in the request is invalid.");
+	for (p = c; p < slash[3]; p++)
+		if (*p <= ' ' || *p > '~')
+			sqs_fail(SQS_ERR_INVALID_CLIENT_TOKEN_ID,
+					 "The security token included in the request is invalid.");
 	memcpy(claim->key_id, c, key_len);
 	claim->key_id[key_len] = '\0';
 	if (slash[2] - slash[3] - 1 != 8 || digits(slash[3] + 1, 8) < 0)
@@ -771,7 +772,8 @@ canonical_request_head(const SqsRequest *req, const SigClaim *claim,
 		qsort(pairs, npairs, sizeof(SigQueryPair), pair_cmp);
 	for (i = 0; i < npairs; i++)
 	{
-		if (claim->presigned && strcmp(pairs[i].name, "X-Amz-Signature") == 0 &&
+		if (claim->presigned &&
+			pg_strcasecmp(pairs[i].name, "X-Amz-Signature") == 0 &&
 			pairs[i].name_len == strlen("X-Amz-Signature"))
 			continue;
 		if (!first)
