@@ -317,6 +317,8 @@ extern void queue_failed_init(void);
 extern bool queue_receive_one_group;
 
 /* receipt.c */
+#define QUEUE_SECRET_LEN	32	/* queue._secret's key */
+extern const uint8 *queue_secret_key(uint64 *generation);
 extern uint64 queue_receipt_nonce(void);
 extern text *queue_receipt_make(int64 queue_id, int64 message_id, uint64 nonce);
 extern void queue_receipt_parse(text *receipt, int64 queue_id,

@@ -38,10 +38,11 @@
 #define RECEIPT_MAC_LEN		8
 #define RECEIPT_BIN_LEN		(RECEIPT_BODY_LEN + RECEIPT_MAC_LEN)
 #define RECEIPT_TEXT_LEN	44	/* base64 of 33 bytes, no padding */
-#define SECRET_LEN			32
+#define SECRET_LEN			QUEUE_SECRET_LEN
 
 static uint8 secret[SECRET_LEN];
 static bool secret_loaded = false;
+static uint64 secret_generation = 0;	/* counts loads: a user sees a new key */
 static Oid	secret_relid = InvalidOid;
 static bool nonce_ready = false;
 static uint64 nonce_next;
@@ -82,6 +83,22 @@ load_secret(void)
 	secret_relid = DatumGetObjectId(SPI_getbinval(SPI_tuptable->vals[0],
 												  SPI_tuptable->tupdesc, 2, &isnull));
 	secret_loaded = true;
+	secret_generation++;
+}
+
+/*
+ * The database's secret (QUEUE_SECRET_LEN bytes) for another user of it
+ * (access_keys.c), loaded if need be: SPI connected, as the tables' owner.
+ * *generation changes whenever the key was read again, so a user that
+ * derives something from it knows when to derive again.
+ */
+const uint8 *
+queue_secret_key(uint64 *generation)
+{
+	if (!secret_loaded)
+		load_secret();
+	*generation = secret_generation;
+	return secret;
 }
 
 /* HMAC-SHA-256 of a receipt's body by pg_hmac: the reference. */
@@ -110,12 +127,16 @@ receipt_mac(const uint8 *body, uint8 *mac)
 	static QueueHmacKey key;
 	static bool key_checked = false;
 	static bool key_fast = false;
+	static uint64 key_generation = 0;
 	uint8		full[PG_SHA256_DIGEST_LENGTH];
 
 	if (!secret_loaded)
-	{
 		load_secret();
+	if (key_generation != secret_generation)
+	{
+		/* a key read by this function or by queue_secret_key's caller */
 		key_checked = false;
+		key_generation = secret_generation;
 	}
 	if (!key_checked)
 	{

@@ -1,7 +1,8 @@
 /*-------------------------------------------------------------------------
  *
  * role_refs.c
- *	  Roles that own a consumer or a subscription cannot be dropped.
+ *	  Roles that own a consumer or a subscription, or hold an access key,
+ *	  cannot be dropped.
  *
  * The owner of a consumer (queue._consumers) or a subscription
  * (queue._subscriptions) is a regrole in our registry, which PostgreSQL
@@ -24,6 +25,13 @@
  *    tables) before PostgreSQL takes their other objects and privileges;
  *  - REASSIGN OWNED BY: fires no event trigger, so the utility hook gives
  *    the roles' consumers and subscriptions to the new owner afterwards.
+ *
+ * Access keys (1.3.2, access_keys.c) work the same way, with
+ * queue._access_key_owners, except that REASSIGN OWNED drops the roles'
+ * keys instead of moving them (a key is its role's credential), and that
+ * the keys themselves are never dumped while the grants are: a restore's
+ * GRANT on queue._access_key_owners is taken back at once (the utility
+ * hook, below) when the role holds no key there.
  *
  * The utility hook is only there with shared_preload_libraries.  Without
  * it DROP ROLE still fails (with PostgreSQL's message), DROP OWNED still
@@ -55,19 +63,22 @@
 PG_FUNCTION_INFO_V1(queue_owner_ref_acl_sql);
 PG_FUNCTION_INFO_V1(queue_drop_owned_trigger);
 
-/* How many consumers and subscriptions a refused DROP ROLE lists. */
+/* How many consumers, subscriptions and keys a refused DROP ROLE lists. */
 #define ROLE_REFS_REPORTED 50
+
+/* queue._owner_ref_acl's own GRANT is running: the utility hook leaves it be. */
+static bool in_owner_ref_acl = false;
 
 /*
  * queue._owner_ref_acl(role, what, granted): GRANT (or REVOKE) SELECT ON
- * queue._consumer_owners (what = 'consumer') or queue._subscription_owners
- * ('subscription') TO (FROM) role.  Inside an extension script
+ * queue._consumer_owners (what = 'consumer'), queue._subscription_owners
+ * ('subscription') or queue._access_key_owners ('access_key') TO (FROM)
+ * role.  Inside an extension script
  * PostgreSQL would record the grant in pg_init_privs as one the extension
  * made: pg_dump would leave it out, and before 17 nothing removes a dropped
  * role from there.  So the statement runs with creating_extension off; a
  * GRANT creates no object that would need to join the extension.  Only
- * the two table names and an existing role's quoted name enter the
- * statement.
+ * our table names and an existing role's quoted name enter the statement.
  * Not granted to PUBLIC.
  */
 Datum
@@ -77,6 +88,7 @@ queue_owner_ref_acl_sql(PG_FUNCTION_ARGS)
 	char	   *what = text_to_cstring(PG_GETARG_TEXT_PP(1));
 	bool		granted = PG_GETARG_BOOL(2);
 	bool		save_creating = creating_extension;
+	bool		save_in_acl = in_owner_ref_acl;
 	const char *table;
 	StringInfoData sql;
 	volatile int rc = 0;
@@ -85,6 +97,8 @@ queue_owner_ref_acl_sql(PG_FUNCTION_ARGS)
 		table = "queue._consumer_owners";
 	else if (strcmp(what, "subscription") == 0)
 		table = "queue._subscription_owners";
+	else if (strcmp(what, "access_key") == 0)
+		table = "queue._access_key_owners";
 	else
 		elog(ERROR, "unknown owner reference \"%s\"", what);
 	initStringInfo(&sql);
@@ -93,6 +107,7 @@ queue_owner_ref_acl_sql(PG_FUNCTION_ARGS)
 
 	SPI_connect();
 	creating_extension = false;
+	in_owner_ref_acl = true;
 	PG_TRY();
 	{
 		rc = SPI_execute(sql.data, false, 0);
@@ -100,6 +115,7 @@ queue_owner_ref_acl_sql(PG_FUNCTION_ARGS)
 	PG_FINALLY();
 	{
 		creating_extension = save_creating;
+		in_owner_ref_acl = save_in_acl;
 	}
 	PG_END_TRY();
 	if (rc != SPI_OK_UTILITY)
@@ -208,19 +224,21 @@ queue_drop_owned_trigger(PG_FUNCTION_ARGS)
 }
 
 /*
- * DROP ROLE of a role that owns a consumer or a subscription here: refused
- * with 2BP01 and their names, as PostgreSQL refuses the owner of a table.
- * Read as the tables' owner (the registries are not readable by others),
- * from the catalogs the database's version of the extension has.
+ * DROP ROLE of a role that owns a consumer or a subscription, or holds an
+ * access key here: refused with 2BP01 and their names, as PostgreSQL
+ * refuses the owner of a table.  Read as the tables' owner (the registries
+ * are not readable by others), from the catalogs the database's version of
+ * the extension has.
  */
 static void
 check_drop_role(DropRoleStmt *stmt)
 {
 	bool		consumers = has_registry("_consumers");
 	bool		subscriptions = has_registry("_subscriptions");
+	bool		keys = has_registry("_access_keys");
 	ListCell   *lc;
 
-	if (!consumers && !subscriptions)
+	if (!consumers && !subscriptions && !keys)
 		return;
 	foreach(lc, stmt->roles)
 	{
@@ -231,6 +249,7 @@ check_drop_role(DropRoleStmt *stmt)
 		QueueCall	call;
 		StringInfoData sql;
 		StringInfoData detail;
+		const char *sep = "";
 		uint64		n;
 		int			rc;
 
@@ -243,26 +262,34 @@ check_drop_role(DropRoleStmt *stmt)
 		values[0] = ObjectIdGetDatum(role);
 		initStringInfo(&sql);
 		if (consumers)
+		{
 			appendStringInfoString(&sql,
 								   "SELECT pg_catalog.format('owner of consumer \"%s\"', c.consumer_name)"
 								   " FROM queue._consumers c WHERE c.owner::pg_catalog.oid = $1");
-		if (consumers && subscriptions)
-			appendStringInfoString(&sql, " UNION ALL ");
+			sep = " UNION ALL ";
+		}
 		if (subscriptions)
-			appendStringInfoString(&sql,
-								   "SELECT pg_catalog.format('owner of subscription of queue \"%s\" to topic \"%s\"',"
-								   " q.queue_name, t.topic_name)"
-								   " FROM queue._subscriptions s"
-								   " JOIN queue._queues q ON q.queue_id = s.queue_id"
-								   " JOIN queue._topics t ON t.topic_id = s.topic_id"
-								   " WHERE s.owner::pg_catalog.oid = $1");
+		{
+			appendStringInfo(&sql, "%s%s", sep,
+							 "SELECT pg_catalog.format('owner of subscription of queue \"%s\" to topic \"%s\"',"
+							 " q.queue_name, t.topic_name)"
+							 " FROM queue._subscriptions s"
+							 " JOIN queue._queues q ON q.queue_id = s.queue_id"
+							 " JOIN queue._topics t ON t.topic_id = s.topic_id"
+							 " WHERE s.owner::pg_catalog.oid = $1");
+			sep = " UNION ALL ";
+		}
+		if (keys)
+			appendStringInfo(&sql, "%s%s", sep,
+							 "SELECT pg_catalog.format('holder of access key \"%s\"', k.access_key_id)"
+							 " FROM queue._access_keys k WHERE k.role::pg_catalog.oid = $1");
 		appendStringInfoString(&sql, " ORDER BY 1");
 
 		queue_enter(&call);
 		SPI_connect();
 		rc = SPI_execute_with_args(sql.data, 1, types, values, NULL, true, 0);
 		if (rc != SPI_OK_SELECT)
-			elog(ERROR, "consumer and subscription owner lookup failed: %s",
+			elog(ERROR, "consumer, subscription and access key lookup failed: %s",
 				 SPI_result_code_string(rc));
 		n = SPI_processed;
 		initStringInfo(&detail);
@@ -285,9 +312,54 @@ check_drop_role(DropRoleStmt *stmt)
 					 errmsg("role \"%s\" cannot be dropped because some objects depend on it",
 							GetUserNameFromId(role, false)),
 					 errdetail_internal("%s", detail.data),
-					 errhint("Drop them with queue.drop_consumer or queue.unsubscribe, or use "
-							 "DROP OWNED BY or REASSIGN OWNED BY in database \"%s\".",
+					 errhint("Drop them with queue.drop_consumer, queue.unsubscribe or "
+							 "queue.drop_access_key, or use DROP OWNED BY or REASSIGN OWNED BY "
+							 "in database \"%s\".",
 							 get_database_name(MyDatabaseId))));
+	}
+}
+
+/*
+ * GRANT ... ON queue._access_key_owners TO roles, not made by
+ * queue._owner_ref_acl: a restore's, since pg_dump writes the grants of
+ * key holders but not their keys.  Once it is done, each grantee is synced
+ * (queue._sync_owner_ref): one that holds no key here loses the privilege
+ * again, so a restored database does not keep a role from being dropped
+ * for keys it no longer has.
+ */
+static void
+sync_granted_key_holders(GrantStmt *stmt)
+{
+	Oid			nsp;
+	Oid			table;
+	bool		ours = false;
+	ListCell   *lc;
+
+	if (in_owner_ref_acl || !stmt->is_grant || stmt->objtype != OBJECT_TABLE ||
+		stmt->targtype != ACL_TARGET_OBJECT || !has_registry("_access_key_owners"))
+		return;
+	nsp = get_namespace_oid("queue", false);
+	table = get_relname_relid("_access_key_owners", nsp);
+	foreach(lc, stmt->objects)
+	{
+		RangeVar   *rv = lfirst(lc);
+
+		if (RangeVarGetRelid(rv, NoLock, true) == table)
+			ours = true;
+	}
+	if (!ours)
+		return;
+	foreach(lc, stmt->grantees)
+	{
+		RoleSpec   *spec = lfirst(lc);
+		Oid			types[2] = {OIDOID, TEXTOID};
+		Datum		values[2];
+
+		if (spec->roletype == ROLESPEC_PUBLIC)
+			continue;
+		values[0] = ObjectIdGetDatum(get_rolespec_oid(spec, false));
+		values[1] = CStringGetTextDatum("access_key");
+		call_registry_function("_sync_owner_ref", 2, types, values);
 	}
 }
 
@@ -300,6 +372,8 @@ queue_role_refs_utility(Node *stmt, bool done)
 {
 	if (!done && IsA(stmt, DropRoleStmt))
 		check_drop_role((DropRoleStmt *) stmt);
+	else if (done && IsA(stmt, GrantStmt))
+		sync_granted_key_holders((GrantStmt *) stmt);
 	else if (done && IsA(stmt, ReassignOwnedStmt) && has_registry("_consumer_owners"))
 	{
 		ReassignOwnedStmt *r = (ReassignOwnedStmt *) stmt;

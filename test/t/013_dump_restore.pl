@@ -7,6 +7,8 @@
 # same ids, new ids above the old ones, duplicates still found, grants by
 # role name, roles that cannot be dropped while they hold grants, and a
 # receipt key that is not in the dump (the restored copy has its own).
+# Access keys of the SQS endpoint (1.3.2) are not dumped at all: their
+# secrets are encrypted under that receipt key; they are made again.
 use strict;
 use warnings;
 
@@ -23,6 +25,7 @@ my $roles = q(
 CREATE ROLE app_sender LOGIN;
 CREATE ROLE app_receiver LOGIN;
 CREATE ROLE app_worker LOGIN;
+CREATE ROLE app_keys LOGIN;
 );
 $src->safe_psql('postgres', $roles . q(
 CREATE DATABASE shop;
@@ -148,6 +151,19 @@ like($src_consumers, qr/c_orders orders handle\(queue\.message\[\]\) app_receive
 my $max_consumer = $src->safe_psql('shop', 'SELECT max(consumer_id) FROM queue._consumers');
 # --- end of consumers (1.3)
 
+# --- access keys (1.3.2): a given pair and a generated one, of a role that
+# holds nothing else, which therefore cannot be dropped
+my $ak_id     = 'AKIADUMPTEST0000001';
+my $ak_secret = 'dumpSecret/0123456789+abcdefghijklmnopqr';
+$src->safe_psql('shop',
+	"SELECT queue.create_access_key('app_keys', '$ak_id', '$ak_secret')");
+my ($ak_gen_id, $ak_gen_secret) = split /\|/,
+  $src->safe_psql('shop', "SELECT access_key_id, secret_access_key FROM queue.create_access_key('app_keys')");
+like($ak_gen_id, qr/^AKIA[A-Z2-7]{16}$/, 'access keys: one generated');
+like(drop_role_refused($src, 'postgres', 'app_keys', 'access keys'),
+	qr/DETAIL:  1 object in database shop/, 'access keys: the holder\'s grant counts in shop');
+# --- end of access keys (1.3.2)
+
 # What must come back: every message of every queue as peek sees it, the
 # registry, the grants, and the ids in use.
 my $peek = q(
@@ -190,6 +206,15 @@ ok(index(lc($plain), lc($key)) < 0, 'the receipt key is not in the dump');
 like($plain, qr/GRANT INSERT ON TABLE queue_data\.q\d+ TO app_sender/, 'grants are dumped by role name');
 like($plain, qr/GRANT SELECT ON TABLE queue\._consumer_owners TO app_worker/,
 	'consumers: the owner\'s grant is dumped by role name');
+# access keys (1.3.2): neither the keys nor their secrets are in the dump
+ok(index($plain, $ak_id) < 0 && index($plain, $ak_gen_id) < 0, 'access keys: no key id in the dump');
+ok(index($plain, $ak_secret) < 0 && index($plain, $ak_gen_secret) < 0,
+	'access keys: no secret in the dump');
+my $custom = `pg_restore -f - "$tmp/shop.dump"`;
+like($custom, qr/GRANT SELECT ON TABLE queue\._access_key_owners TO app_keys/,
+	'access keys: the custom-format dump, as SQL, holds the holder\'s grant');
+ok(index($custom, $ak_id) < 0 && index($custom, $ak_secret) < 0,
+	'access keys: but neither key nor secret');
 
 # another cluster, whose OIDs differ: it made tables of its own first
 my $dst = PostgreSQL::Test::Cluster->new('dump_target');
@@ -236,6 +261,25 @@ my $dst_err = drop_role_refused($dst, 'postgres', 'app_worker', 'restored');
 ok($dst_err =~ /1 object in database shop$/m && $dst_err =~ /1 object in database shop2$/m,
 	'restored: both databases hold the consumer\'s grant');
 # --- end of consumers (1.3)
+
+# --- access keys (1.3.2): restored without keys; the dumped grant of the
+# holder was taken back as it was restored, so the role drops; the same
+# pair made again works
+for my $db ('shop', 'shop2')
+{
+	is($dst->safe_psql($db, 'SELECT count(*) FROM queue.access_keys'), '0', "$db: no access key restored");
+	is($dst->safe_psql($db, q(SELECT count(*) FROM pg_class c, aclexplode(c.relacl) x
+		WHERE c.oid = 'queue._access_key_owners'::regclass AND x.grantee <> c.relowner)),
+		'0', "$db: no grant left on queue._access_key_owners");
+}
+is($dst->safe_psql('shop', "SELECT access_key_id || ' ' || secret_access_key FROM queue.create_access_key('app_keys', '$ak_id', '$ak_secret')"),
+	"$ak_id $ak_secret", 'access keys: the same pair is made again after the restore');
+is($dst->safe_psql('shop', "SELECT role::regrole || ' ' || secret FROM queue._access_key_secret('$ak_id')"),
+	"app_keys $ak_secret", 'access keys: and read back under the restored copy\'s own receipt key');
+is($dst->safe_psql('shop', "SELECT queue.drop_access_key('$ak_id')"), 't', 'access keys: dropped');
+($rc, $out, $err) = $dst->psql('postgres', 'DROP ROLE app_keys');
+is($rc, 0, 'access keys: the holder of keys that were not restored drops');
+# --- end of access keys (1.3.2)
 
 # drive the API on the pg_restore'd copy
 my $db = 'shop';
