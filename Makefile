@@ -44,6 +44,28 @@ include $(PGXS)
 endif
 endif
 
+# The SQS endpoint's library, queue_sqs (src/sqs/, its own Makefile):
+# built and installed with the extension when libmicrohttpd's header is
+# there, skipped with a note otherwise (the core never needs it).  Its
+# sources are not in OBJS above (src/*.c only).
+QUEUE_SQS := $(shell { pkg-config --exists libmicrohttpd 2>/dev/null || test -f /usr/include/microhttpd.h; } && test -f src/sqs/server.c && echo yes)
+.PHONY: sqs-lib install-sqs clean-sqs
+ifeq ($(QUEUE_SQS),yes)
+all: sqs-lib
+install: install-sqs
+clean: clean-sqs
+sqs-lib:
+	$(MAKE) -C src/sqs PG_CONFIG=$(PG_CONFIG)
+install-sqs: sqs-lib
+	$(MAKE) -C src/sqs PG_CONFIG=$(PG_CONFIG) install
+clean-sqs:
+	$(MAKE) -C src/sqs PG_CONFIG=$(PG_CONFIG) clean
+else
+all: sqs-lib
+sqs-lib:
+	@echo "note: libmicrohttpd's header (libmicrohttpd-dev) not found: queue_sqs, the SQS endpoint, is not built"
+endif
+
 .PHONY: run stop test bench fuzz
 run:
 	bash test/setup.sh

@@ -7,7 +7,9 @@
 # a C compiler, make, prove and
 # perl's IPC::Run (the TAP tests need it), and what the examples suite and
 # the exporter test run: Debian's /usr/bin/python3 with psycopg 3
-# (python3-psycopg), node and npm, prometheus-postgres-exporter and curl.  When everything is present it
+# (python3-psycopg), node and npm, prometheus-postgres-exporter and curl, and
+# what the SQS endpoint builds and is tested with: libmicrohttpd's header
+# (libmicrohttpd-dev), boto3 (python3-boto3) and the AWS CLI (awscli).  When everything is present it
 # returns at once without touching apt.  Otherwise, as root, it runs one
 # `apt-get update` and installs the missing Debian packages without asking;
 # as any other user it says what to install and exits 1.
@@ -82,6 +84,10 @@ fi
 command -v prometheus-postgres-exporter >/dev/null 2>&1 ||
 	{ missing+=("prometheus-postgres-exporter"); extra_pkgs+=(prometheus-postgres-exporter); }
 command -v curl >/dev/null 2>&1 || { missing+=("curl"); extra_pkgs+=(curl); }
+# The SQS endpoint (src/sqs/, library queue_sqs) and its tests.
+[ -f /usr/include/microhttpd.h ] || { missing+=("libmicrohttpd headers"); extra_pkgs+=(libmicrohttpd-dev); }
+/usr/bin/python3 -I -c 'import boto3' >/dev/null 2>&1 || { missing+=("python3 boto3"); extra_pkgs+=(python3-boto3); }
+command -v aws >/dev/null 2>&1 || { missing+=("aws"); extra_pkgs+=(awscli); }
 # src/hmac.c uses OpenSSL where PostgreSQL does (USE_OPENSSL in pg_config.h).
 openssl_wanted() {
 	[ -n "$server_inc" ] && grep -qs 'define USE_OPENSSL 1' "$server_inc/pg_config.h"
@@ -178,6 +184,9 @@ command -v cc >/dev/null 2>&1 || still+=("cc")
 command -v node >/dev/null 2>&1 || still+=("node")
 command -v prometheus-postgres-exporter >/dev/null 2>&1 || still+=("prometheus-postgres-exporter")
 command -v curl >/dev/null 2>&1 || still+=("curl")
+[ -f /usr/include/microhttpd.h ] || still+=("libmicrohttpd headers")
+/usr/bin/python3 -I -c 'import boto3' >/dev/null 2>&1 || still+=("python3 boto3")
+command -v aws >/dev/null 2>&1 || still+=("aws")
 if [ ${#still[@]} -ne 0 ]; then
 	echo "setup: still missing after install: ${still[*]}" >&2
 	exit 1
