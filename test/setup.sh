@@ -17,7 +17,8 @@
 # instead and installs no PostgreSQL package: a missing one is for
 # test/build_pg.sh to build.
 #
-# Last, it installs node-postgres into examples/node/node_modules (npm ci,
+# Last, it installs node-postgres into examples/node/node_modules and the
+# AWS SDK into examples/sqs/node/node_modules (npm ci,
 # from package-lock.json) when it is not there yet.
 #
 # Idempotent; never reads stdin.  Used by `make run`, `make test`, `.ci/run`.
@@ -90,17 +91,25 @@ if openssl_wanted && [ ! -f /usr/include/openssl/evp.h ]; then
 	extra_pkgs+=(libssl-dev)
 fi
 
-# node-postgres for examples/node, from its package-lock.json.  Done as the
+# node-postgres for examples/node and the AWS SDK for JavaScript for
+# examples/sqs/node, each from its package-lock.json.  Done as the
 # repository's owner would, whoever runs this; a failure is reported, and
 # the examples that need it then fail in make test.
-EXAMPLES_NODE=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/examples/node
+EXAMPLES=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)/examples
+# npm_ci DIR MODULE: npm ci in DIR unless node_modules/MODULE is there
+npm_ci() {
+	[ -f "$1/package-lock.json" ] || return 0
+	[ -f "$1/node_modules/$2/package.json" ] && return 0
+	command -v npm >/dev/null 2>&1 || { echo "setup: no npm for $1" >&2; return 1; }
+	echo "setup: npm ci in $1"
+	(cd "$1" && npm ci --no-audit --no-fund </dev/null) ||
+		{ echo "setup: npm ci failed in $1" >&2; return 1; }
+}
 npm_examples() {
-	[ -f "$EXAMPLES_NODE/package-lock.json" ] || return 0
-	[ -f "$EXAMPLES_NODE/node_modules/pg/package.json" ] && return 0
-	command -v npm >/dev/null 2>&1 || { echo "setup: no npm for examples/node" >&2; return 1; }
-	echo "setup: npm ci in examples/node"
-	(cd "$EXAMPLES_NODE" && npm ci --no-audit --no-fund </dev/null) ||
-		{ echo "setup: npm ci failed in examples/node" >&2; return 1; }
+	local rc=0
+	npm_ci "$EXAMPLES/node" pg || rc=1
+	npm_ci "$EXAMPLES/sqs/node" @aws-sdk/client-sqs || rc=1
+	return $rc
 }
 
 need_cc=0

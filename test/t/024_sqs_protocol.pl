@@ -1,0 +1,278 @@
+# The SQS endpoint's two protocols on the wire (REFERENCE.md 1.7,
+# src/sqs/protocol.c): for every action, in AWS JSON 1.0 and in Query, an
+# error path answered with SQS's status, code and (JSON) __type and
+# x-amzn-query-error header; unsupported actions (AddPermission,
+# RemovePermission), an unknown action, a bad X-Amz-Target, malformed and
+# non-object JSON bodies, a Query request without Action, bad flattened
+# names, unsigned and wrongly signed requests.  Successes are parsed by
+# botocore's own Query parser (its SQS model), so the XML has the names
+# and nesting that model expects, and text with ", <, & and \r survives.
+# All requests of a protocol go over one keep-alive connection, and
+# afterwards no session of the endpoint sits in a transaction.
+#
+# Requests are signed with botocore's SigV4 signer (test/t/sqs_wire.py,
+# Debian's botocore 1.29, whose SQS model is the Query one).
+use strict;
+use warnings;
+
+use FindBin;
+use lib $FindBin::RealBin;
+
+use Digest::MD5 qw(md5_hex);
+use IO::Socket::INET;
+use IPC::Run;
+use JSON::PP;
+use PostgreSQL::Test::Cluster;
+use PostgreSQL::Test::Utils;
+use Test::More;
+use QueueWorkerNode;
+
+my $python = -x '/usr/bin/python3' ? '/usr/bin/python3' : 'python3';
+my ($rc) = IPC::Run::run([ $python, '-c', 'import botocore.auth' ], '>', \my $o, '2>', \my $e);
+plan skip_all => 'python3 with botocore is needed' unless $rc;
+
+my $port = PostgreSQL::Test::Cluster::get_free_port();
+my $node = QueueWorkerNode::start(
+	'sqs_protocol', qq(
+queue.sqs_listen = '127.0.0.1:$port'
+queue.sqs_workers = 1
+queue.sqs_account_id = '123456789012'
+max_worker_processes = 16
+));
+
+$node->safe_psql(
+	'postgres', q(
+CREATE ROLE app LOGIN;
+GRANT USAGE ON SCHEMA queue TO app;
+GRANT CREATE ON DATABASE postgres TO app;
+SELECT queue.create('other');
+));
+my ($key, $secret) = split /\|/,
+  $node->safe_psql('postgres',
+	"SELECT access_key_id || '|' || secret_access_key FROM queue.create_access_key('app', 'AKIDPROTOCOLTEST0001', 'protocol-test-secret')"
+  );
+is($key, 'AKIDPROTOCOLTEST0001', 'access key made with the given id');
+
+# The endpoint accepts connections (the worker has bound its port).
+my $up = 0;
+for (1 .. 300)
+{
+	my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Proto => 'tcp');
+	if ($s) { close $s; $up = 1; last; }
+	select(undef, undef, undef, 0.1);
+}
+ok($up, 'endpoint listens');
+
+# Send requests (hashes as sqs_wire.py reads them), one connection for
+# the lot; returns the answers in order.
+sub wire
+{
+	my @reqs = @_;
+	my $in = join '', map { encode_json($_) . "\n" } @reqs;
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ $python, '-I', "$FindBin::RealBin/sqs_wire.py", $port, $key, $secret ],
+		'<', \$in, '>', \$out, '2>', \$err)
+	  or diag("sqs_wire.py failed: $err");
+	my @answers = map { decode_json($_) } grep { /\S/ } split /\n/, $out;
+	is(scalar @answers, scalar @reqs, 'an answer to every request') or diag($err);
+	return @answers;
+}
+
+my $base = "http://127.0.0.1:$port/123456789012";
+my $q1 = "$base/q1";
+my $nosuch = "$base/nosuch";
+my $nosuch_arn = 'arn:aws:sqs:us-east-1:123456789012:nosuch';
+
+# Query code -> AWS JSON 1.0 __type
+my %json_type = (
+	'AWS.SimpleQueueService.NonExistentQueue' => 'com.amazonaws.sqs#QueueDoesNotExist',
+	'QueueAlreadyExists' => 'com.amazonaws.sqs#QueueNameExists',
+	'InvalidParameterValue' => 'com.amazonaws.sqs#InvalidParameterValueException',
+	'MissingParameter' => 'com.amazonaws.sqs#MissingRequiredParameterException',
+	'AccessDenied' => 'com.amazon.coral.service#AccessDeniedException',
+	'InvalidAttributeName' => 'com.amazonaws.sqs#InvalidAttributeName',
+	'InvalidAttributeValue' => 'com.amazonaws.sqs#InvalidAttributeValue',
+	'ReceiptHandleIsInvalid' => 'com.amazonaws.sqs#ReceiptHandleIsInvalid',
+	'ResourceNotFoundException' => 'com.amazonaws.sqs#ResourceNotFoundException',
+	'InvalidAction' => 'com.amazon.coral.service#UnknownOperationException',
+	'SerializationException' => 'com.amazon.coral.service#SerializationException',
+	'MissingAction' => 'com.amazon.coral.service#MissingAction',
+	'InvalidClientTokenId' => 'com.amazon.coral.service#InvalidClientTokenId',
+	'SignatureDoesNotMatch' => 'com.amazon.coral.service#SignatureDoesNotMatch',
+	'MissingAuthenticationToken' => 'com.amazon.coral.service#MissingAuthenticationToken',
+	map { ("AWS.SimpleQueueService.$_" => "com.amazonaws.sqs#$_") }
+	  qw(EmptyBatchRequest TooManyEntriesInBatchRequest BatchEntryIdsNotDistinct UnsupportedOperation));
+
+# [action, input, status, Query code, protocols (default both), extra request keys]
+my @entries11 = map { { Id => "e$_", MessageBody => 'x' } } 1 .. 11;
+my @cases = (
+	[ 'CreateQueue', {}, 400, 'MissingParameter' ],
+	[ 'CreateQueue', { QueueName => 'bad name!' }, 400, 'InvalidParameterValue' ],
+	[ 'CreateQueue', { QueueName => 'q1', Attributes => { VisibilityTimeout => '99' } }, 400, 'QueueAlreadyExists' ],
+	[ 'DeleteQueue', {}, 400, 'MissingParameter' ],
+	[ 'DeleteQueue', { QueueUrl => $nosuch }, 400, 'AWS.SimpleQueueService.NonExistentQueue' ],
+	[ 'GetQueueUrl', {}, 400, 'MissingParameter' ],
+	[ 'GetQueueUrl', { QueueName => 'nosuch' }, 400, 'AWS.SimpleQueueService.NonExistentQueue' ],
+	[ 'ListQueues', { MaxResults => 0 }, 400, 'InvalidParameterValue' ],
+	[ 'GetQueueAttributes', {}, 400, 'MissingParameter' ],
+	[ 'GetQueueAttributes', { QueueUrl => $nosuch }, 400, 'AWS.SimpleQueueService.NonExistentQueue' ],
+	[ 'GetQueueAttributes', { QueueUrl => $q1, AttributeNames => ['NoSuchAttribute'] }, 400, 'InvalidAttributeName' ],
+	[ 'SetQueueAttributes', {}, 400, 'MissingParameter' ],
+	[ 'SetQueueAttributes', { QueueUrl => $nosuch, Attributes => { DelaySeconds => '1' } }, 400, 'AWS.SimpleQueueService.NonExistentQueue' ],
+	[ 'SetQueueAttributes', { QueueUrl => $q1, Attributes => { DelaySeconds => '901' } }, 400, 'InvalidAttributeValue' ],
+	[ 'PurgeQueue', {}, 400, 'MissingParameter' ],
+	[ 'PurgeQueue', { QueueUrl => $nosuch }, 400, 'AWS.SimpleQueueService.NonExistentQueue' ],
+	[ 'TagQueue', {}, 400, 'MissingParameter' ],
+	[ 'TagQueue', { QueueUrl => $nosuch, Tags => { a => 'b' } }, 400, 'AWS.SimpleQueueService.NonExistentQueue' ],
+	[ 'UntagQueue', {}, 400, 'MissingParameter' ],
+	[ 'UntagQueue', { QueueUrl => $nosuch, TagKeys => ['a'] }, 400, 'AWS.SimpleQueueService.NonExistentQueue' ],
+	[ 'ListQueueTags', {}, 400, 'MissingParameter' ],
+	[ 'ListQueueTags', { QueueUrl => $nosuch }, 400, 'AWS.SimpleQueueService.NonExistentQueue' ],
+	[ 'SendMessage', {}, 400, 'MissingParameter' ],
+	[ 'SendMessage', { QueueUrl => $nosuch, MessageBody => 'x' }, 400, 'AWS.SimpleQueueService.NonExistentQueue' ],
+	[ 'SendMessage', { QueueUrl => $q1 }, 400, 'MissingParameter' ],
+	[ 'SendMessage', { QueueUrl => $q1, MessageBody => 'x', DelaySeconds => 901 }, 400, 'InvalidParameterValue' ],
+	[ 'SendMessage', { QueueUrl => "$base/other", MessageBody => 'x' }, 403, 'AccessDenied' ],
+	[ 'SendMessageBatch', {}, 400, 'MissingParameter' ],
+	[ 'SendMessageBatch', { QueueUrl => $nosuch, Entries => [ { Id => 'a', MessageBody => 'x' } ] }, 400, 'AWS.SimpleQueueService.NonExistentQueue' ],
+	[ 'SendMessageBatch', { QueueUrl => $q1, Entries => [] }, 400, 'AWS.SimpleQueueService.EmptyBatchRequest' ],
+	[ 'SendMessageBatch', { QueueUrl => $q1, Entries => \@entries11 }, 400, 'AWS.SimpleQueueService.TooManyEntriesInBatchRequest' ],
+	[ 'SendMessageBatch', { QueueUrl => $q1, Entries => [ { Id => 'a', MessageBody => 'x' }, { Id => 'a', MessageBody => 'y' } ] }, 400, 'AWS.SimpleQueueService.BatchEntryIdsNotDistinct' ],
+	[ 'ReceiveMessage', {}, 400, 'MissingParameter' ],
+	[ 'ReceiveMessage', { QueueUrl => $nosuch }, 400, 'AWS.SimpleQueueService.NonExistentQueue' ],
+	[ 'ReceiveMessage', { QueueUrl => $q1, WaitTimeSeconds => 21 }, 400, 'InvalidParameterValue' ],
+	[ 'DeleteMessage', {}, 400, 'MissingParameter' ],
+	[ 'DeleteMessage', { QueueUrl => $nosuch, ReceiptHandle => 'r' }, 400, 'AWS.SimpleQueueService.NonExistentQueue' ],
+	[ 'DeleteMessage', { QueueUrl => $q1, ReceiptHandle => 'garbage' }, 404, 'ReceiptHandleIsInvalid' ],
+	[ 'DeleteMessageBatch', {}, 400, 'MissingParameter' ],
+	[ 'DeleteMessageBatch', { QueueUrl => $nosuch, Entries => [ { Id => 'a', ReceiptHandle => 'r' } ] }, 400, 'AWS.SimpleQueueService.NonExistentQueue' ],
+	[ 'DeleteMessageBatch', { QueueUrl => $q1, Entries => [] }, 400, 'AWS.SimpleQueueService.EmptyBatchRequest' ],
+	[ 'ChangeMessageVisibility', {}, 400, 'MissingParameter' ],
+	[ 'ChangeMessageVisibility', { QueueUrl => $nosuch, ReceiptHandle => 'r', VisibilityTimeout => 1 }, 400, 'AWS.SimpleQueueService.NonExistentQueue' ],
+	[ 'ChangeMessageVisibility', { QueueUrl => $q1, ReceiptHandle => 'garbage', VisibilityTimeout => 1 }, 404, 'ReceiptHandleIsInvalid' ],
+	[ 'ChangeMessageVisibilityBatch', {}, 400, 'MissingParameter' ],
+	[ 'ChangeMessageVisibilityBatch', { QueueUrl => $nosuch, Entries => [ { Id => 'a', ReceiptHandle => 'r', VisibilityTimeout => 1 } ] }, 400, 'AWS.SimpleQueueService.NonExistentQueue' ],
+	[ 'ChangeMessageVisibilityBatch', { QueueUrl => $q1, Entries => [] }, 400, 'AWS.SimpleQueueService.EmptyBatchRequest' ],
+	[ 'ListDeadLetterSourceQueues', {}, 400, 'MissingParameter' ],
+	[ 'ListDeadLetterSourceQueues', { QueueUrl => $nosuch }, 400, 'AWS.SimpleQueueService.NonExistentQueue' ],
+	[ 'StartMessageMoveTask', {}, 400, 'MissingParameter' ],
+	[ 'StartMessageMoveTask', { SourceArn => $nosuch_arn }, 404, 'ResourceNotFoundException' ],
+	[ 'ListMessageMoveTasks', {}, 400, 'MissingParameter' ],
+	[ 'ListMessageMoveTasks', { SourceArn => $nosuch_arn }, 404, 'ResourceNotFoundException' ],
+	[ 'CancelMessageMoveTask', {}, 400, 'MissingParameter' ],
+	[ 'CancelMessageMoveTask', { TaskHandle => 'garbage' }, 404, 'ResourceNotFoundException' ],
+	[ 'AddPermission', { QueueUrl => $q1, Label => 'l', AWSAccountIds => ['111111111111'], Actions => ['SendMessage'] }, 400, 'AWS.SimpleQueueService.UnsupportedOperation' ],
+	[ 'RemovePermission', { QueueUrl => $q1, Label => 'l' }, 400, 'AWS.SimpleQueueService.UnsupportedOperation' ],
+	[ 'FlyToTheMoon', {}, 400, 'InvalidAction' ],
+	# protocol-level errors
+	[ 'SendMessage', {}, 400, 'InvalidAction', ['json'], { target => 'AmazonSNS.Publish' } ],
+	[ 'SendMessage', {}, 400, 'SerializationException', ['json'], { raw => '{"QueueUrl": ' } ],
+	[ 'SendMessage', {}, 400, 'SerializationException', ['json'], { raw => '["QueueUrl"]' } ],
+	[ 'SendMessage', {}, 400, 'MissingAction', ['query'], { no_action => JSON::PP::true } ],
+	[ 'CreateQueue', { QueueName => 'q9' }, 400, 'InvalidParameterValue', ['query'], { params => [ [ 'Attribute.0.Name', 'DelaySeconds' ], [ 'Attribute.0.Value', '1' ] ] } ],
+	[ 'CreateQueue', { QueueName => 'q9' }, 400, 'InvalidParameterValue', ['query'], { params => [ [ 'Attribute.x.Name', 'DelaySeconds' ] ] } ],
+	[ 'CreateQueue', { QueueName => 'q9' }, 400, 'MissingParameter', ['query'], { params => [ [ 'Attribute.1.Value', '1' ] ] } ],
+	# authentication
+	[ 'ListQueues', {}, 403, 'MissingAuthenticationToken', undef, { sign => 'none' } ],
+	[ 'ListQueues', {}, 403, 'SignatureDoesNotMatch', undef, { sign => 'secret' } ],
+	[ 'ListQueues', {}, 403, 'InvalidClientTokenId', undef, { sign => 'key' } ],
+);
+
+# First, successes: q1 made over Query (as app), then the answers of the
+# main actions parsed by botocore.
+my $odd = "quote \" lt < amp & cr \r lf \n end";
+my @ok = wire(
+	{ proto => 'query', action => 'CreateQueue', input => { QueueName => 'q1', tags => { team => 'a&b' } } },
+	{ proto => 'query', action => 'GetQueueUrl', input => { QueueName => 'q1' } },
+	{ proto => 'query', action => 'ListQueues', input => {} },
+	{ proto => 'query', action => 'GetQueueAttributes', input => { QueueUrl => $q1, AttributeNames => ['All'] } },
+	{ proto => 'query', action => 'ListQueueTags', input => { QueueUrl => $q1 } },
+	{ proto => 'query', action => 'SendMessage', input => { QueueUrl => $q1, MessageBody => $odd,
+			MessageAttributes => { color => { DataType => 'String', StringValue => $odd } } } },
+	{ proto => 'query', action => 'ReceiveMessage', input => { QueueUrl => $q1, AttributeNames => ['All'],
+			MessageAttributeNames => ['All'] } },
+	{ proto => 'query', action => 'SendMessageBatch', input => { QueueUrl => $q1,
+			Entries => [ { Id => 'one', MessageBody => '1' }, { Id => 'two', MessageBody => '2' } ] } },
+	{ proto => 'query', action => 'TagQueue', input => { QueueUrl => $q1, Tags => { env => 'test' } } },
+	{ proto => 'json', action => 'SendMessage', input => { QueueUrl => $q1, MessageBody => 'json body' } },
+	{ proto => 'json', action => 'ListQueueTags', input => { QueueUrl => $q1 } });
+
+is($ok[0]{status}, 200, 'Query CreateQueue: 200');
+like($ok[0]{ctype}, qr{^text/xml}, 'Query answer is text/xml');
+like($ok[0]{body}, qr{^<\?xml version="1.0"\?><CreateQueueResponse xmlns="http://queue.amazonaws.com/doc/2012-11-05/"><CreateQueueResult>},
+	'Query answer: <CreateQueueResponse> in SQS\'s namespace');
+like($ok[0]{body}, qr{<ResponseMetadata><RequestId>[0-9a-f-]{36}</RequestId></ResponseMetadata></CreateQueueResponse>$},
+	'Query answer ends with its request id');
+is($ok[0]{parsed}{QueueUrl}, $q1, 'CreateQueue: botocore reads QueueUrl');
+is($ok[1]{parsed}{QueueUrl}, $q1, 'GetQueueUrl: botocore reads QueueUrl');
+ok((grep { $_ eq $q1 } @{ $ok[2]{parsed}{QueueUrls} // [] }), 'ListQueues: botocore reads QueueUrls');
+is($ok[3]{parsed}{Attributes}{VisibilityTimeout}, '30', 'GetQueueAttributes: botocore reads the Attributes map');
+is($ok[3]{parsed}{Attributes}{QueueArn}, 'arn:aws:sqs:us-east-1:123456789012:q1', 'QueueArn has the account and the region');
+is_deeply($ok[4]{parsed}{Tags}, { team => 'a&b' }, 'CreateQueue\'s Tag.N.Key/Value made tags, ListQueueTags reads them');
+is($ok[5]{parsed}{MD5OfMessageBody}, md5_hex($odd), 'SendMessage: botocore reads MD5OfMessageBody');
+like($ok[5]{parsed}{MessageId} // '', qr/\S/, 'SendMessage: botocore reads MessageId');
+like($ok[5]{parsed}{MD5OfMessageAttributes} // '', qr/^[0-9a-f]{32}$/, 'SendMessage: MD5OfMessageAttributes');
+my $m = $ok[6]{parsed}{Messages}[0] // {};
+is($m->{Body}, $odd, 'ReceiveMessage: the body with " < & \\r \\n comes back as sent through the XML');
+is($m->{MessageAttributes}{color}{StringValue}, $odd, 'ReceiveMessage: message attribute as sent');
+is($m->{MessageAttributes}{color}{DataType}, 'String', 'ReceiveMessage: message attribute DataType');
+like($m->{Attributes}{SentTimestamp} // '', qr/^\d{13}$/, 'ReceiveMessage: the Attributes map');
+like($m->{ReceiptHandle} // '', qr/\S/, 'ReceiveMessage: receipt handle');
+is_deeply([ sort map { $_->{Id} } @{ $ok[7]{parsed}{Successful} // [] } ], [ 'one', 'two' ],
+	'SendMessageBatch: SendMessageBatchResultEntry elements');
+is($ok[8]{status}, 200, 'TagQueue: 200');
+unlike($ok[8]{body}, qr/TagQueueResult/, 'TagQueue: no empty result element');
+like($ok[8]{body}, qr{^<\?xml version="1.0"\?><TagQueueResponse [^>]*><ResponseMetadata>}, 'TagQueue: only ResponseMetadata');
+is($ok[9]{status}, 200, 'JSON SendMessage: 200');
+is($ok[9]{ctype}, 'application/x-amz-json-1.0', 'JSON answer is application/x-amz-json-1.0');
+like($ok[9]{parsed}{MD5OfMessageBody} // '', qr/^[0-9a-f]{32}$/, 'JSON SendMessage: the output shape, unwrapped');
+is_deeply($ok[10]{parsed}{Tags}, { team => 'a&b', env => 'test' }, 'JSON ListQueueTags sees the Query TagQueue\'s tag');
+
+# The error cases, each in both protocols unless restricted, each
+# protocol's over one connection.
+for my $proto ('json', 'query')
+{
+	my (@reqs, @expect);
+	for my $c (@cases)
+	{
+		my ($action, $input, $status, $code, $protos, $extra) = @$c;
+		next if $protos && !grep { $_ eq $proto } @$protos;
+		push @reqs, { proto => $proto, action => $action, input => $input, %{ $extra // {} } };
+		push @expect, $c;
+	}
+	my @ans = wire(@reqs);
+	for my $i (0 .. $#expect)
+	{
+		my ($action, $input, $status, $code, $protos, $extra) = @{ $expect[$i] };
+		my $a = $ans[$i] // {};
+		my $what = "$proto $action "
+		  . ($extra ? join(',', map { "$_" } sort keys %$extra) . ' ' : '')
+		  . join(',', sort keys %$input) . " -> $code";
+		is($a->{status}, $status, "$what: status $status") or diag($a->{body});
+		is($a->{code}, $code, "$what: code");
+		if ($proto eq 'json')
+		{
+			is($a->{qerr}, "$code;Sender", "$what: x-amzn-query-error");
+			is($a->{type}, $json_type{$code}, "$what: __type");
+			is($a->{ctype}, 'application/x-amz-json-1.0', "$what: JSON content type");
+		}
+		else
+		{
+			is($a->{type}, 'Sender', "$what: <Type>Sender</Type>");
+			like($a->{ctype} // '', qr{^text/xml}, "$what: XML content type");
+		}
+		like($a->{message} // '', qr/\S/, "$what: a message");
+	}
+}
+
+# Nothing of the endpoint stays in a transaction after all that.
+is( $node->safe_psql('postgres',
+		"SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%' OR (backend_xid IS NOT NULL AND backend_type <> 'client backend')"
+	),
+	'0',
+	'no session sits in a transaction');
+# The server's log has the internal errors' real messages only: none here.
+unlike(slurp_file($node->logfile), qr/SQS request failed/, 'no internal error was answered');
+
+$node->stop;
+done_testing();
