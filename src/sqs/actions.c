@@ -2549,6 +2549,13 @@ act_start_message_move_task(SqsCall *call, StringInfo out)
 	bool		first = true;
 
 	(void) in_int(in, "MaxNumberOfMessagesPerSecond", 1, 500, &rate);
+	/* AWS names an unknown source (or one the caller may not see) so */
+	{
+		QueueRow	sq;
+
+		if (!fetch_queue(source, &sq))
+			sqs_fail(SQS_ERR_RESOURCE_NOT_FOUND, "The resource that you specified for the SourceArn parameter doesn't exist.");
+	}
 	v[0] = CStringGetTextDatum(source);
 	if (dest)
 		v[1] = CStringGetTextDatum(dest);
