@@ -25,6 +25,9 @@
  *	- FifoThroughputLimit is accepted (perQueue | perMessageGroupId) but
  *	  not stored; it reads back perMessageGroupId when the deduplication
  *	  scope is messageGroup, else perQueue.
+ *	- CreateQueue of an existing queue compares only the attributes given
+ *	  (as SQS and its emulators do; tags are not compared), so a bare
+ *	  CreateQueue returns the URL of a queue made with other attributes.
  *	- LastModifiedTimestamp is the creation time (nothing records alters).
  *	- A message's size is checked as SQS counts it (body, attribute names,
  *	  types and values) against 1 MiB here, and by the SQL API against the
@@ -1049,6 +1052,48 @@ tags_jsonb(JsonbContainer *map, const char *param)
 	return cstring_jsonb(buf.data);
 }
 
+/* Whether the attributes given to CreateQueue match an existing queue. */
+static bool
+same_attrs(const QueueAttrs *a, bool fifo, const QueueRow *q)
+{
+	if (fifo != q->fifo ||
+		(a->has_visibility && a->visibility != q->visibility) ||
+		(a->has_delay && a->delay != q->delay) ||
+		(a->has_retention && a->retention != q->retention) ||
+		(a->has_max_size && a->max_size != q->max_message_size) ||
+		(a->has_wait && a->wait != q->receive_wait) ||
+		(a->has_cbd && a->cbd != q->cbd) ||
+		(a->has_scope && strcmp(a->scope, q->scope) != 0))
+		return false;
+	if (a->has_redrive)
+	{
+		if (a->dlq[0] == '\0' ? q->dlq != NULL :
+			(q->dlq == NULL || strcmp(a->dlq, q->dlq) != 0 ||
+			 a->max_receive_count != q->max_receive_count))
+			return false;
+	}
+	if (a->has_allow)
+	{
+		if (a->allow_all != q->allow_null)
+			return false;
+		if (!a->allow_all)
+		{
+			if (a->nallow != q->nallow)
+				return false;
+			for (int i = 0; i < a->nallow; i++)
+			{
+				bool		found = false;
+
+				for (int j = 0; j < q->nallow && !found; j++)
+					found = strcmp(a->allow[i], q->allow[j]) == 0;
+				if (!found)
+					return false;
+			}
+		}
+	}
+	return true;
+}
+
 static void
 act_create_queue(SqsCall *call, StringInfo out)
 {
@@ -1057,6 +1102,7 @@ act_create_queue(SqsCall *call, StringInfo out)
 	JsonbContainer *attrs = in_container(in, "Attributes", true);
 	JsonbContainer *tags = in_container(in, "tags", true);
 	QueueAttrs	a;
+	QueueRow	existing;
 	bool		suffix;
 	bool		fifo = false;
 	char	   *fifo_text;
@@ -1075,6 +1121,21 @@ act_create_queue(SqsCall *call, StringInfo out)
 		sqs_fail(SQS_ERR_INVALID_PARAMETER_VALUE,
 				 "Can only include alphanumeric characters, hyphens, or underscores. 1 to 80 in length: a name ending in .fifo needs FifoQueue=true.");
 	parse_queue_attrs(attrs, true, &a, fifo);
+
+	/*
+	 * An existing queue: its URL when the attributes given match it (SQS
+	 * compares those, not the defaults of the ones left out, nor tags).
+	 */
+	if (fetch_queue(name, &existing))
+	{
+		if (!same_attrs(&a, fifo, &existing))
+			sqs_fail(SQS_ERR_QUEUE_NAME_EXISTS,
+					 "A queue already exists with the same name and a different value for attribute(s) given.");
+		appendStringInfoChar(out, '{');
+		kv_str(out, &first, "QueueUrl", sqs_queue_url(call, existing.name));
+		appendStringInfoChar(out, '}');
+		return;
+	}
 
 	v[0] = CStringGetTextDatum(name);
 	v[1] = BoolGetDatum(fifo);
@@ -2488,6 +2549,13 @@ act_start_message_move_task(SqsCall *call, StringInfo out)
 	bool		first = true;
 
 	(void) in_int(in, "MaxNumberOfMessagesPerSecond", 1, 500, &rate);
+	/* AWS names an unknown source (or one the caller may not see) so */
+	{
+		QueueRow	sq;
+
+		if (!fetch_queue(source, &sq))
+			sqs_fail(SQS_ERR_RESOURCE_NOT_FOUND, "The resource that you specified for the SourceArn parameter doesn't exist.");
+	}
 	v[0] = CStringGetTextDatum(source);
 	if (dest)
 		v[1] = CStringGetTextDatum(dest);

@@ -1157,6 +1157,8 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 		memset(&call, 0, sizeof(call));
 		sqs_verify(req, req->started_at ? req->started_at : GetCurrentTimestamp(),
 				   &call.auth);
+		if (!OidIsValid(call.auth.role))
+			elog(ERROR, "SQS request verified with no role");
 
 		GetUserIdAndSecContext(&save_uid, &save_sec);
 		SetUserIdAndSecContext(call.auth.role,

@@ -23,6 +23,7 @@
 #ifndef QUEUE_SQS_H
 #define QUEUE_SQS_H
 
+#include "compat.h"				/* pg_noreturn before PostgreSQL 16 */
 #include "lib/stringinfo.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"

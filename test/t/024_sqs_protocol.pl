@@ -2,9 +2,10 @@
 # src/sqs/protocol.c): for every action, in AWS JSON 1.0 and in Query, an
 # error path answered with SQS's status, code and (JSON) __type and
 # x-amzn-query-error header; unsupported actions (AddPermission,
-# RemovePermission), an unknown action, a bad X-Amz-Target, malformed and
-# non-object JSON bodies, a Query request without Action, bad flattened
-# names, unsigned and wrongly signed requests.  Successes are parsed by
+# RemovePermission), an unknown action, a bad X-Amz-Target, malformed,
+# non-object and too deeply nested JSON bodies, a Query request without
+# Action, bad flattened names, too many parameters, unsigned and wrongly
+# signed requests.  Successes are parsed by
 # botocore's own Query parser (its SQS model), so the XML has the names
 # and nesting that model expects, and text with ", <, & and \r survives.
 # All requests of a protocol go over one keep-alive connection, and
@@ -168,7 +169,9 @@ my @cases = (
 	[ 'SendMessage', {}, 400, 'InvalidAction', ['json'], { target => 'AmazonSNS.Publish' } ],
 	[ 'SendMessage', {}, 400, 'SerializationException', ['json'], { raw => '{"QueueUrl": ' } ],
 	[ 'SendMessage', {}, 400, 'SerializationException', ['json'], { raw => '["QueueUrl"]' } ],
+	[ 'SendMessage', {}, 400, 'SerializationException', ['json'], { raw => '{"QueueUrl": ' . ('[' x 40) . (']' x 40) . '}' } ],
 	[ 'SendMessage', {}, 400, 'MissingAction', ['query'], { no_action => JSON::PP::true } ],
+	[ 'ListQueues', {}, 400, 'InvalidParameterValue', ['query'], { params => [ map { [ "P$_", 'v' ] } 1 .. 1001 ] } ],
 	[ 'CreateQueue', { QueueName => 'q9' }, 400, 'InvalidParameterValue', ['query'], { params => [ [ 'Attribute.0.Name', 'DelaySeconds' ], [ 'Attribute.0.Value', '1' ] ] } ],
 	[ 'CreateQueue', { QueueName => 'q9' }, 400, 'InvalidParameterValue', ['query'], { params => [ [ 'Attribute.x.Name', 'DelaySeconds' ] ] } ],
 	[ 'CreateQueue', { QueueName => 'q9' }, 400, 'MissingParameter', ['query'], { params => [ [ 'Attribute.1.Value', '1' ] ] } ],

@@ -340,7 +340,7 @@ def main():
           res[0].get('ApproximateNumberOfMessagesMoved') == 1, (status, r))
     status, r = json_call('CancelMessageMoveTask', {'TaskHandle': handle})
     check('CancelMessageMoveTask of a completed task: ResourceNotFoundException',
-          status == 400 and 'ResourceNotFound' in r.get('__type', ''), (status, r))
+          status in (400, 404) and 'ResourceNotFound' in r.get('__type', ''), (status, r))
 
     # ---- tags
     check('ListQueueTags', sqs.list_queue_tags(QueueUrl=q).get('Tags') == {'team': 'core'})
@@ -404,6 +404,9 @@ def from_sql():
 def to_sql():
     r = sqs.send_message(QueueUrl=url('act_interop'), MessageBody='from http',
                          MessageAttributes={'a': {'DataType': 'String', 'StringValue': 'b'}})
+    check('sent over HTTP: MD5s', r.get('MD5OfMessageBody') == md5(b'from http') and
+          r.get('MD5OfMessageAttributes') ==
+          md5_attrs({'a': {'DataType': 'String', 'StringValue': 'b'}}), r)
     value('http_message_id', r['MessageId'])
 
 
