@@ -860,6 +860,10 @@ exchange_park(SqsExchange *ex)
 	ex->park_until = ex->resp.park_until;
 	queue_wait_watch(sqs_index, ex->park_queue_id, true);
 	ex->park_due = queue_wait_generation_of(ex->park_queue_id) != ex->park_generation;
+
+	/* what the call allocated is not needed while it waits */
+	memset(&ex->resp, 0, sizeof(ex->resp));
+	MemoryContextReset(ex->attempt_cxt);
 }
 
 /*
