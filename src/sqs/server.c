@@ -278,19 +278,48 @@ queue_sqs_register(void)
 	}
 }
 
-/* libmicrohttpd's messages go to the server log. */
+/*
+ * libmicrohttpd's messages go to the server log.  Until the daemon runs
+ * (why it cannot listen) all of them; then most are about clients (closed
+ * early, malformed, over the connection limit) and a flood of clients must
+ * not flood the log: one a minute at LOG, the rest at DEBUG1.
+ */
 static void
 sqs_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	static TimestampTz last_logged = 0;
+	static int	quiet = 0;
 	char		buf[512];
 	size_t		len;
+	int			level = LOG;
 
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	len = strlen(buf);
 	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
 		buf[--len] = '\0';
-	ereport(LOG,
-			(errmsg("queue sqs worker %d: libmicrohttpd: %s", sqs_index, buf)));
+	if (sqs_daemon != NULL)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+
+		if (last_logged != 0 &&
+			!TimestampDifferenceExceeds(last_logged, now, 60 * 1000))
+		{
+			level = DEBUG1;
+			quiet++;
+		}
+		else
+			last_logged = now;
+	}
+	if (level == LOG && quiet > 0)
+		ereport(LOG,
+				(errmsg("queue sqs worker %d: libmicrohttpd: %s", sqs_index, buf),
+				 errdetail("%d more messages of libmicrohttpd in the last minute were logged at DEBUG1.",
+						   quiet)));
+	else
+		ereport(level,
+				(errmsg("queue sqs worker %d: libmicrohttpd: %s", sqs_index, buf)));
+	if (level == LOG)
+		quiet = 0;
 }
 
 /*
@@ -831,6 +860,10 @@ exchange_park(SqsExchange *ex)
 	ex->park_until = ex->resp.park_until;
 	queue_wait_watch(sqs_index, ex->park_queue_id, true);
 	ex->park_due = queue_wait_generation_of(ex->park_queue_id) != ex->park_generation;
+
+	/* what the call allocated is not needed while it waits */
+	memset(&ex->resp, 0, sizeof(ex->resp));
+	MemoryContextReset(ex->attempt_cxt);
 }
 
 /*
