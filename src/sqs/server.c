@@ -720,6 +720,24 @@ exchange_peer(SqsExchange *ex)
 }
 
 /*
+ * Whether form-encoded text holds a NUL: a raw one or %00.  A decoded
+ * parameter is a C string, so a NUL would cut it short: "a%00b" would be
+ * the queue "a".  (%2500 is the text "%00", not a NUL.)
+ */
+static bool
+form_has_nul(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+	{
+		if (s[i] == '\0')
+			return true;
+		if (s[i] == '%' && i + 2 < len && s[i + 1] == '0' && s[i + 2] == '0')
+			return true;
+	}
+	return false;
+}
+
+/*
  * The whole request has arrived: fill the SqsRequest, which stays as it
  * is for every later call of sqs_handle with it.
  */
@@ -729,6 +747,7 @@ exchange_complete(SqsExchange *ex)
 	SqsRequest *req = &ex->req;
 	char	   *q;
 	int			n;
+	bool		form_body = (ex->form != NULL);
 
 	/*
 	 * Destroying the form parser delivers a last field left unterminated;
@@ -754,6 +773,13 @@ exchange_complete(SqsExchange *ex)
 	}
 
 	q = strchr(ex->raw_uri, '?');
+	if ((q != NULL && form_has_nul(q, strlen(q))) ||
+		(form_body && form_has_nul(ex->body.data, ex->body.len)))
+	{
+		exchange_fail(ex, MHD_HTTP_BAD_REQUEST, "MalformedQueryString",
+					  "a parameter holds a NUL character");
+		return false;
+	}
 	if (q != NULL)
 	{
 		req->raw_path = pnstrdup(ex->raw_uri, q - ex->raw_uri);
