@@ -504,7 +504,7 @@ is(su("SELECT delay FROM queue.queues WHERE queue_name = 'bobq'"), '00:00:00', '
 my $long = 'x' x 100000;
 my @payloads = ("q'); SELECT public.pwn(); --", "q\"; SELECT evil.pwn(); --", '$1', '$1); SELECT evil."$1"() --',
 	"a;b", "%", "_", "a\x{0}b", $long);
-my %short = map { ($_ => length($_) > 40 ? 'x' x 5 . '...(' . length($_) . ')' : $_) } @payloads;
+my %short = map { my $t = $_; $t =~ s/\x{0}/\\0/g; ($_ => length($_) > 40 ? 'x' x 5 . '...(' . length($_) . ')' : $t) } @payloads;
 for my $p ('json', 'query')
 {
 	my $q = "$base/h_src_$p";
