@@ -39,8 +39,10 @@
  */
 #include "postgres.h"
 
+#include "access/xact.h"
 #include "miscadmin.h"
 #include "storage/lock.h"
+#include "utils/acl.h"
 #include "utils/guc.h"
 
 #include "internal.h"
@@ -83,8 +85,34 @@ static const struct
 void
 queue_pin_process_settings(void)
 {
+	bool		own_xact = !IsTransactionState();
+
 	for (int i = 0; i < lengthof(pinned); i++)
 		SetConfigOption(pinned[i].name, pinned[i].value, PGC_SUSET, PGC_S_OVERRIDE);
+
+	/*
+	 * Who the process is.  ALTER DATABASE ... SET session_authorization (or
+	 * role), which the database's owner may issue and PostgreSQL applies
+	 * when a superuser's session connects, would make every statement of
+	 * ours run as a role the owner chose; exit_on_error would turn a
+	 * client's mistake into the end of the process.  Take the identity the
+	 * process connected with back, at the same source; checking a role
+	 * name needs the catalog, hence a transaction of its own when the
+	 * caller has none.
+	 */
+	if (own_xact)
+		StartTransactionCommand();
+	SetConfigOption("session_authorization",
+					GetUserNameFromId(GetAuthenticatedUserId(), false),
+					PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("role", "none", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("exit_on_error", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	if (GetUserId() != GetAuthenticatedUserId() || !superuser())
+		ereport(FATAL,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("queue background process could not take back its own identity")));
+	if (own_xact)
+		CommitTransactionCommand();
 }
 
 /*

@@ -1214,31 +1214,6 @@ sqs_start_daemon(const char *listen, int max_connections)
 }
 
 /*
- * The worker's identity, taken back from its database.  Connecting applies
- * the database's settings (ALTER DATABASE ... SET, which its owner, an
- * ordinary role, may do): session_authorization and role would run the
- * worker as any role the owner names (the bootstrap superuser may become
- * anyone), and exit_on_error would end it at the first client error.  So,
- * as queue_pin_process_settings does for the rest, they are set above the
- * database's settings (PGC_S_OVERRIDE, also what RESET goes back to): the
- * user the worker connected as, no SET ROLE, errors caught.
- */
-static void
-sqs_pin_identity(void)
-{
-	StartTransactionCommand();
-	SetConfigOption("session_authorization",
-					GetUserNameFromId(GetAuthenticatedUserId(), false),
-					PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("role", "none", PGC_SUSET, PGC_S_OVERRIDE);
-	SetConfigOption("exit_on_error", "off", PGC_SUSET, PGC_S_OVERRIDE);
-	if (GetUserId() != GetAuthenticatedUserId() || !superuser())
-		ereport(FATAL,
-				(errmsg("queue sqs worker %d: could not take back its own identity", sqs_index)));
-	CommitTransactionCommand();
-}
-
-/*
  * A worker: connect, pin the settings, attach the watcher, listen, loop.
  *
  * Each pass: rebuild the wait set if the parked set changed; sleep until
@@ -1265,7 +1240,6 @@ queue_sqs_main(Datum main_arg)
 	db = GetConfigOption("queue.sqs_database", false, false);
 	BackgroundWorkerInitializeConnection(db ? db : "postgres", NULL, 0);
 	queue_pin_process_settings();
-	sqs_pin_identity();
 	queue_wait_watcher_attach(sqs_index);
 	before_shmem_exit(sqs_at_exit, Int32GetDatum(sqs_index));
 

@@ -313,6 +313,19 @@ is(su("SELECT count(*) FROM pg_locks WHERE locktype = 'advisory' AND objid = 424
 is(su("SELECT failed FROM queue.consumers WHERE consumer_name = 'c_evil'"), '0',
 	'its statement_timeout of 1 ms did not outlive its batch either');
 
+# The owner also names who a superuser's session of her database becomes
+# (session_authorization, role: PostgreSQL applies them when the worker and
+# the consumer processes connect) and makes every error end a process
+# (exit_on_error).  They take their own identity back, and keep working.
+my $boot = su('SELECT session_user');
+$ENV{PGOPTIONS} = "-c search_path=pg_catalog,pg_temp -c role=none -c session_authorization=$boot -c exit_on_error=off";
+mallory(q(
+ALTER DATABASE hostile SET exit_on_error = on;
+ALTER DATABASE hostile SET role = 'mallory';
+ALTER DATABASE hostile SET session_authorization = 'mallory';
+));
+is(mallory('SELECT current_user'), 'mallory', 'the database\'s role setting applies to sessions');
+
 # Again after a restart, and on a promoted standby.
 $node->restart;
 ok($node->poll_query_until('hostile',
