@@ -63,7 +63,7 @@ clean-sqs:
 else
 all: sqs-lib
 sqs-lib:
-	@echo "note: libmicrohttpd's header (libmicrohttpd-dev) not found: queue_sqs, the SQS endpoint, is not built"
+	@echo "note: no libmicrohttpd header (libmicrohttpd-dev) or no src/sqs/server.c: queue_sqs, the SQS endpoint, is not built"
 endif
 
 .PHONY: run stop test bench fuzz

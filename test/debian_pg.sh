@@ -17,7 +17,7 @@
 #   1. debootstrap --variant=minbase <suite> into the cache folder.
 #   2. In it: postgresql-NN, postgresql-server-dev-NN, a compiler and what
 #      test/setup.sh would install (IPC::Run, psycopg, node, npm, the
-#      exporter, curl); no cluster is created.  The host's extra CA
+#      exporter, curl, libmicrohttpd, boto3, the AWS CLI); no cluster is created.  The host's extra CA
 #      certificates are copied in, for npm behind a proxy.
 #   3. Every run: /proc, /dev and /dev/shm mounted, the work tree copied to
 #      /src in the chroot (without .git, build products or node_modules),
@@ -90,7 +90,8 @@ mount_once /dev/shm -t tmpfs tmpfs
 cp /etc/resolv.conf "$ROOT/etc/resolv.conf" 2>/dev/null || true
 
 # 2. Packages.
-if [ ! -e "$ROOT/.installed-$MAJOR" ]; then
+# (the marker names the package set: a new set installs again)
+if [ ! -e "$ROOT/.installed-$MAJOR-sqs" ]; then
 	# No "main" cluster: nothing here uses one.
 	mkdir -p "$ROOT/etc/postgresql-common/createcluster.d"
 	echo "create_main_cluster = false" >"$ROOT/etc/postgresql-common/createcluster.d/queue-no-main.conf"
@@ -103,11 +104,12 @@ if [ ! -e "$ROOT/.installed-$MAJOR" ]; then
 	# Release file past its expiry (seen here), and apt then refuses it.
 	chroot "$ROOT" sh -c "apt-get -o Acquire::Check-Valid-Until=false update && apt-get install -y --no-install-recommends \
 		postgresql-$MAJOR postgresql-server-dev-$MAJOR libssl-dev build-essential libipc-run-perl \
-		python3-psycopg nodejs npm prometheus-postgres-exporter curl ca-certificates &&
+		python3-psycopg nodejs npm prometheus-postgres-exporter curl ca-certificates \
+		libmicrohttpd-dev python3-boto3 awscli &&
 		update-ca-certificates && npm config set cafile /etc/ssl/certs/ca-certificates.crt" \
 		</dev/null >"$LOGDIR/chroot-install-$MAJOR.log" 2>&1 ||
 		die "apt-get install in the chroot failed (log: $LOGDIR/chroot-install-$MAJOR.log)"
-	touch "$ROOT/.installed-$MAJOR"
+	touch "$ROOT/.installed-$MAJOR-sqs"
 fi
 
 # 3. The work tree, then make test.

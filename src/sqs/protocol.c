@@ -56,81 +56,6 @@
 #define MAX_JSON_DEPTH		32		/* SQS's input shapes nest 4 deep */
 
 /*
- * Errors of the protocol itself, beyond sqs.h's SqsError (private to this
- * file: they index the same table).
- */
-#define SQS_PERR_SERIALIZATION		(SQS_ERR_NUM + 0)	/* malformed JSON */
-#define SQS_PERR_MISSING_ACTION		(SQS_ERR_NUM + 1)	/* no action at all */
-#define SQS_PERR_UNAVAILABLE		(SQS_ERR_NUM + 2)	/* retry later */
-#define SQS_PERR_NUM				(SQS_ERR_NUM + 3)
-
-typedef struct SqsErrorInfo
-{
-	const char *json_type;		/* AWS JSON 1.0 __type */
-	const char *query_code;		/* Query <Code>, x-amzn-query-error */
-	int			status;			/* HTTP status */
-	bool		sender;			/* Sender (client) or Receiver fault */
-	int			sqlstate;		/* what sqs_fail raises it as */
-} SqsErrorInfo;
-
-/*
- * SQS's errors on the wire.  The pairs of JSON name and Query code are
- * REFERENCE.md 1.7's; statuses follow the current SQS model (the
- * awsQueryError traits of @aws-sdk/client-sqs: OverLimit and
- * PurgeQueueInProgress 403, ReceiptHandleIsInvalid and
- * ResourceNotFoundException 404).  Errors that SQS's model does not list
- * (validation, authentication, unknown operation, internal) are AWS's
- * common errors, whose JSON __type is in the com.amazon.coral.service
- * namespace as AWS sends them; the authentication errors are all 403 here.
- *
- * Choices: an unknown action is UnknownOperationException in JSON (what
- * AWS answers an unknown X-Amz-Target with) and InvalidAction in Query; a
- * real SQS action this endpoint does not serve (AddPermission,
- * RemovePermission) is AWS.SimpleQueueService.UnsupportedOperation; a
- * malformed JSON body is SerializationException; a request naming no
- * action is MissingAction; a read-only or overloaded database (25006, a
- * serialization failure, a deadlock, a cancelled statement) is
- * ServiceUnavailable 503, which the SDKs retry.
- */
-#define SQS_NS "com.amazonaws.sqs#"
-#define CORAL_NS "com.amazon.coral.service#"
-#define SQS_PREFIX "AWS.SimpleQueueService."
-
-static const SqsErrorInfo error_table[SQS_PERR_NUM] = {
-	[SQS_ERR_NONE] = {CORAL_NS "InternalFailure", "InternalError", 500, false, ERRCODE_INTERNAL_ERROR},
-	[SQS_ERR_QUEUE_DOES_NOT_EXIST] = {SQS_NS "QueueDoesNotExist", SQS_PREFIX "NonExistentQueue", 400, true, ERRCODE_UNDEFINED_OBJECT},
-	[SQS_ERR_QUEUE_NAME_EXISTS] = {SQS_NS "QueueNameExists", "QueueAlreadyExists", 400, true, ERRCODE_DUPLICATE_OBJECT},
-	[SQS_ERR_INVALID_PARAMETER_VALUE] = {SQS_NS "InvalidParameterValueException", "InvalidParameterValue", 400, true, ERRCODE_INVALID_PARAMETER_VALUE},
-	[SQS_ERR_MISSING_PARAMETER] = {SQS_NS "MissingRequiredParameterException", "MissingParameter", 400, true, ERRCODE_INVALID_PARAMETER_VALUE},
-	[SQS_ERR_ACCESS_DENIED] = {CORAL_NS "AccessDeniedException", "AccessDenied", 403, true, ERRCODE_INSUFFICIENT_PRIVILEGE},
-	[SQS_ERR_BATCH_ENTRY_IDS_NOT_DISTINCT] = {SQS_NS "BatchEntryIdsNotDistinct", SQS_PREFIX "BatchEntryIdsNotDistinct", 400, true, ERRCODE_INVALID_PARAMETER_VALUE},
-	[SQS_ERR_BATCH_REQUEST_TOO_LONG] = {SQS_NS "BatchRequestTooLong", SQS_PREFIX "BatchRequestTooLong", 400, true, ERRCODE_INVALID_PARAMETER_VALUE},
-	[SQS_ERR_EMPTY_BATCH_REQUEST] = {SQS_NS "EmptyBatchRequest", SQS_PREFIX "EmptyBatchRequest", 400, true, ERRCODE_INVALID_PARAMETER_VALUE},
-	[SQS_ERR_INVALID_BATCH_ENTRY_ID] = {SQS_NS "InvalidBatchEntryId", SQS_PREFIX "InvalidBatchEntryId", 400, true, ERRCODE_INVALID_PARAMETER_VALUE},
-	[SQS_ERR_MESSAGE_NOT_INFLIGHT] = {SQS_NS "MessageNotInflight", SQS_PREFIX "MessageNotInflight", 400, true, ERRCODE_INVALID_PARAMETER_VALUE},
-	[SQS_ERR_PURGE_QUEUE_IN_PROGRESS] = {SQS_NS "PurgeQueueInProgress", SQS_PREFIX "PurgeQueueInProgress", 403, true, ERRCODE_INVALID_PARAMETER_VALUE},
-	[SQS_ERR_QUEUE_DELETED_RECENTLY] = {SQS_NS "QueueDeletedRecently", SQS_PREFIX "QueueDeletedRecently", 400, true, ERRCODE_INVALID_PARAMETER_VALUE},
-	[SQS_ERR_TOO_MANY_ENTRIES_IN_BATCH_REQUEST] = {SQS_NS "TooManyEntriesInBatchRequest", SQS_PREFIX "TooManyEntriesInBatchRequest", 400, true, ERRCODE_INVALID_PARAMETER_VALUE},
-	[SQS_ERR_UNSUPPORTED_OPERATION] = {SQS_NS "UnsupportedOperation", SQS_PREFIX "UnsupportedOperation", 400, true, ERRCODE_FEATURE_NOT_SUPPORTED},
-	[SQS_ERR_RECEIPT_HANDLE_IS_INVALID] = {SQS_NS "ReceiptHandleIsInvalid", "ReceiptHandleIsInvalid", 404, true, ERRCODE_INVALID_PARAMETER_VALUE},
-	[SQS_ERR_OVER_LIMIT] = {SQS_NS "OverLimit", "OverLimit", 403, true, ERRCODE_PROGRAM_LIMIT_EXCEEDED},
-	[SQS_ERR_INVALID_ATTRIBUTE_NAME] = {SQS_NS "InvalidAttributeName", "InvalidAttributeName", 400, true, ERRCODE_INVALID_PARAMETER_VALUE},
-	[SQS_ERR_INVALID_ATTRIBUTE_VALUE] = {SQS_NS "InvalidAttributeValue", "InvalidAttributeValue", 400, true, ERRCODE_INVALID_PARAMETER_VALUE},
-	[SQS_ERR_INVALID_MESSAGE_CONTENTS] = {SQS_NS "InvalidMessageContents", "InvalidMessageContents", 400, true, ERRCODE_INVALID_PARAMETER_VALUE},
-	[SQS_ERR_RESOURCE_NOT_FOUND] = {SQS_NS "ResourceNotFoundException", "ResourceNotFoundException", 404, true, ERRCODE_UNDEFINED_OBJECT},
-	[SQS_ERR_INVALID_ACTION] = {CORAL_NS "UnknownOperationException", "InvalidAction", 400, true, ERRCODE_FEATURE_NOT_SUPPORTED},
-	[SQS_ERR_INVALID_CLIENT_TOKEN_ID] = {CORAL_NS "InvalidClientTokenId", "InvalidClientTokenId", 403, true, ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION},
-	[SQS_ERR_SIGNATURE_DOES_NOT_MATCH] = {CORAL_NS "SignatureDoesNotMatch", "SignatureDoesNotMatch", 403, true, ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION},
-	[SQS_ERR_INCOMPLETE_SIGNATURE] = {CORAL_NS "IncompleteSignature", "IncompleteSignature", 403, true, ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION},
-	[SQS_ERR_MISSING_AUTHENTICATION_TOKEN] = {CORAL_NS "MissingAuthenticationToken", "MissingAuthenticationToken", 403, true, ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION},
-	[SQS_ERR_REQUEST_EXPIRED] = {CORAL_NS "RequestExpired", "RequestExpired", 403, true, ERRCODE_INVALID_AUTHORIZATION_SPECIFICATION},
-	[SQS_ERR_INTERNAL_ERROR] = {CORAL_NS "InternalFailure", "InternalError", 500, false, ERRCODE_INTERNAL_ERROR},
-	[SQS_PERR_SERIALIZATION] = {CORAL_NS "SerializationException", "SerializationException", 400, true, ERRCODE_INVALID_TEXT_REPRESENTATION},
-	[SQS_PERR_MISSING_ACTION] = {CORAL_NS "MissingAction", "MissingAction", 400, true, ERRCODE_INVALID_PARAMETER_VALUE},
-	[SQS_PERR_UNAVAILABLE] = {CORAL_NS "ServiceUnavailable", "ServiceUnavailable", 503, false, ERRCODE_INTERNAL_ERROR},
-};
-
-/*
  * Real SQS actions that actions.c may not serve: an action of this list
  * it does not know is UnsupportedOperation, any other name InvalidAction.
  */
@@ -157,15 +82,6 @@ typedef enum SqsProtocol
 	PROTO_QUERY,
 } SqsProtocol;
 
-/*
- * The SQS error raised by the last sqs_fail, and its message: an error
- * caught in sqs_handle is that SQS error only when its SQLSTATE and
- * message are the same (actions.c may have caught an sqs_fail of its own
- * in between, e.g. for a batch entry).
- */
-static int	fail_err = SQS_ERR_NONE;
-static char fail_msg[1024];
-
 /* True while the JSON body is being parsed: its errors are malformed JSON */
 static bool parsing_body = false;
 
@@ -178,19 +94,6 @@ name_in(const char *name, const char *const *list, int n)
 	return false;
 }
 
-/*
- * The value of a request header by its lower-case name, or NULL; the first
- * when it repeats.
- */
-const char *
-sqs_header(const SqsRequest *req, const char *lname)
-{
-	for (int i = 0; i < req->nheaders; i++)
-		if (pg_strcasecmp(req->headers[i].name, lname) == 0)
-			return req->headers[i].value;
-	return NULL;
-}
-
 /* The first value of a request parameter, or NULL */
 static const char *
 request_param(const SqsRequest *req, const char *name)
@@ -199,40 +102,6 @@ request_param(const SqsRequest *req, const char *name)
 		if (strcmp(req->params[i].name, name) == 0)
 			return req->params[i].value;
 	return NULL;
-}
-
-/*
- * Raise an SQS error: remember which one, then ereport(ERROR) with the
- * message, which sqs_handle catches and answers with err's code.
- */
-void
-sqs_fail(SqsError err, const char *fmt,...)
-{
-	va_list		args;
-	int			e = (int) err;
-	int			n;
-
-	if (e <= SQS_ERR_NONE || e >= SQS_PERR_NUM)
-		e = SQS_ERR_INTERNAL_ERROR;
-	va_start(args, fmt);
-	n = vsnprintf(fail_msg, sizeof(fail_msg), fmt, args);
-	va_end(args);
-
-	/*
-	 * A message cut at the buffer's end (it may quote a long value of the
-	 * request) must not end in part of a character: the answer would not
-	 * be valid UTF-8, and clients fail to parse it.
-	 */
-	if (n >= (int) sizeof(fail_msg))
-	{
-		int			len = strlen(fail_msg);
-
-		fail_msg[pg_mbcliplen(fail_msg, len, len)] = '\0';
-	}
-	fail_err = e;
-	ereport(ERROR,
-			(errcode(error_table[e].sqlstate),
-			 errmsg_internal("%s", fail_msg)));
 }
 
 /*
@@ -374,7 +243,7 @@ static void
 error_answer(SqsResponse *resp, SqsProtocol proto, int err,
 			 const char *message, const char *request_id)
 {
-	const SqsErrorInfo *info = &error_table[err];
+	const SqsErrorInfo *info = sqs_error_info(err);
 	char		qerr[160];
 
 	resp->status = info->status;
@@ -1150,7 +1019,7 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 	/* the action's output and the answer outlive the transaction */
 	out = makeStringInfo();
 	answer = makeStringInfo();
-	fail_err = SQS_ERR_NONE;
+	sqs_fail_forget();
 	parsing_body = false;
 
 	PG_TRY();
@@ -1251,20 +1120,14 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 				? psprintf("The request body is not valid JSON: %s", edata->detail)
 				: "The request body is not valid JSON.";
 		}
-		else if (fail_err != SQS_ERR_NONE &&
-				 edata->sqlerrcode == error_table[fail_err].sqlstate &&
-				 edata->message != NULL &&
-				 strcmp(edata->message, fail_msg) == 0)
-		{
-			err = fail_err;
+		else if ((err = sqs_fail_raised(edata)) != SQS_ERR_NONE)
 			message = edata->message;
-		}
 		else
 			err = sql_error(edata, &message);
 		error_answer(resp, proto, err, message, request_id);
 		FreeErrorData(edata);
 	}
-	fail_err = SQS_ERR_NONE;
+	sqs_fail_forget();
 	parsing_body = false;
 	pfree(out->data);
 	pfree(out);

@@ -278,19 +278,48 @@ queue_sqs_register(void)
 	}
 }
 
-/* libmicrohttpd's messages go to the server log. */
+/*
+ * libmicrohttpd's messages go to the server log.  Until the daemon runs
+ * (why it cannot listen) all of them; then most are about clients (closed
+ * early, malformed, over the connection limit) and a flood of clients must
+ * not flood the log: one a minute at LOG, the rest at DEBUG1.
+ */
 static void
 sqs_mhd_log(void *cls, const char *fmt, va_list ap)
 {
+	static TimestampTz last_logged = 0;
+	static int	quiet = 0;
 	char		buf[512];
 	size_t		len;
+	int			level = LOG;
 
 	vsnprintf(buf, sizeof(buf), fmt, ap);
 	len = strlen(buf);
 	while (len > 0 && (buf[len - 1] == '\n' || buf[len - 1] == '\r'))
 		buf[--len] = '\0';
-	ereport(LOG,
-			(errmsg("queue sqs worker %d: libmicrohttpd: %s", sqs_index, buf)));
+	if (sqs_daemon != NULL)
+	{
+		TimestampTz now = GetCurrentTimestamp();
+
+		if (last_logged != 0 &&
+			!TimestampDifferenceExceeds(last_logged, now, 60 * 1000))
+		{
+			level = DEBUG1;
+			quiet++;
+		}
+		else
+			last_logged = now;
+	}
+	if (level == LOG && quiet > 0)
+		ereport(LOG,
+				(errmsg("queue sqs worker %d: libmicrohttpd: %s", sqs_index, buf),
+				 errdetail("%d more messages of libmicrohttpd in the last minute were logged at DEBUG1.",
+						   quiet)));
+	else
+		ereport(level,
+				(errmsg("queue sqs worker %d: libmicrohttpd: %s", sqs_index, buf)));
+	if (level == LOG)
+		quiet = 0;
 }
 
 /*
@@ -691,6 +720,24 @@ exchange_peer(SqsExchange *ex)
 }
 
 /*
+ * Whether form-encoded text holds a NUL: a raw one or %00.  A decoded
+ * parameter is a C string, so a NUL would cut it short: "a%00b" would be
+ * the queue "a".  (%2500 is the text "%00", not a NUL.)
+ */
+static bool
+form_has_nul(const char *s, size_t len)
+{
+	for (size_t i = 0; i < len; i++)
+	{
+		if (s[i] == '\0')
+			return true;
+		if (s[i] == '%' && i + 2 < len && s[i + 1] == '0' && s[i + 2] == '0')
+			return true;
+	}
+	return false;
+}
+
+/*
  * The whole request has arrived: fill the SqsRequest, which stays as it
  * is for every later call of sqs_handle with it.
  */
@@ -700,6 +747,7 @@ exchange_complete(SqsExchange *ex)
 	SqsRequest *req = &ex->req;
 	char	   *q;
 	int			n;
+	bool		form_body = (ex->form != NULL);
 
 	/*
 	 * Destroying the form parser delivers a last field left unterminated;
@@ -725,6 +773,13 @@ exchange_complete(SqsExchange *ex)
 	}
 
 	q = strchr(ex->raw_uri, '?');
+	if ((q != NULL && form_has_nul(q, strlen(q))) ||
+		(form_body && form_has_nul(ex->body.data, ex->body.len)))
+	{
+		exchange_fail(ex, MHD_HTTP_BAD_REQUEST, "MalformedQueryString",
+					  "a parameter holds a NUL character");
+		return false;
+	}
 	if (q != NULL)
 	{
 		req->raw_path = pnstrdup(ex->raw_uri, q - ex->raw_uri);
@@ -831,6 +886,10 @@ exchange_park(SqsExchange *ex)
 	ex->park_until = ex->resp.park_until;
 	queue_wait_watch(sqs_index, ex->park_queue_id, true);
 	ex->park_due = queue_wait_generation_of(ex->park_queue_id) != ex->park_generation;
+
+	/* what the call allocated is not needed while it waits */
+	memset(&ex->resp, 0, sizeof(ex->resp));
+	MemoryContextReset(ex->attempt_cxt);
 }
 
 /*
@@ -1155,6 +1214,31 @@ sqs_start_daemon(const char *listen, int max_connections)
 }
 
 /*
+ * The worker's identity, taken back from its database.  Connecting applies
+ * the database's settings (ALTER DATABASE ... SET, which its owner, an
+ * ordinary role, may do): session_authorization and role would run the
+ * worker as any role the owner names (the bootstrap superuser may become
+ * anyone), and exit_on_error would end it at the first client error.  So,
+ * as queue_pin_process_settings does for the rest, they are set above the
+ * database's settings (PGC_S_OVERRIDE, also what RESET goes back to): the
+ * user the worker connected as, no SET ROLE, errors caught.
+ */
+static void
+sqs_pin_identity(void)
+{
+	StartTransactionCommand();
+	SetConfigOption("session_authorization",
+					GetUserNameFromId(GetAuthenticatedUserId(), false),
+					PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("role", "none", PGC_SUSET, PGC_S_OVERRIDE);
+	SetConfigOption("exit_on_error", "off", PGC_SUSET, PGC_S_OVERRIDE);
+	if (GetUserId() != GetAuthenticatedUserId() || !superuser())
+		ereport(FATAL,
+				(errmsg("queue sqs worker %d: could not take back its own identity", sqs_index)));
+	CommitTransactionCommand();
+}
+
+/*
  * A worker: connect, pin the settings, attach the watcher, listen, loop.
  *
  * Each pass: rebuild the wait set if the parked set changed; sleep until
@@ -1181,6 +1265,7 @@ queue_sqs_main(Datum main_arg)
 	db = GetConfigOption("queue.sqs_database", false, false);
 	BackgroundWorkerInitializeConnection(db ? db : "postgres", NULL, 0);
 	queue_pin_process_settings();
+	sqs_pin_identity();
 	queue_wait_watcher_attach(sqs_index);
 	before_shmem_exit(sqs_at_exit, Int32GetDatum(sqs_index));
 

@@ -14,6 +14,8 @@
  *	  actions.c  each SQS action as calls of the SQL API, as the key's role
  *	  sigv4.c	 AWS Signature Version 4, the keys' secrets (via the core)
  *	  digest.c	 SQS's MD5 digests of bodies and message attributes
+ *	  wire.c	 SQS's errors (table, sqs_fail) and a request's headers: the
+ *				 vocabulary every file above shares
  * Below them: PostgreSQL, libmicrohttpd (server.c only), OpenSSL, and the
  * few functions the core exports for this library (core_api.h).  Nothing
  * in the core includes this file.
@@ -25,6 +27,7 @@
 
 #include "compat.h"				/* pg_noreturn before PostgreSQL 16 */
 #include "lib/stringinfo.h"
+#include "utils/elog.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
 
@@ -127,15 +130,42 @@ typedef enum SqsError
 } SqsError;
 
 /*
+ * Errors of the protocol itself, beyond sqs.h's SqsError (protocol.c's:
+ * they index the same table, wire.c).
+ */
+#define SQS_PERR_SERIALIZATION		(SQS_ERR_NUM + 0)	/* malformed JSON */
+#define SQS_PERR_MISSING_ACTION		(SQS_ERR_NUM + 1)	/* no action at all */
+#define SQS_PERR_UNAVAILABLE		(SQS_ERR_NUM + 2)	/* retry later */
+#define SQS_PERR_NUM				(SQS_ERR_NUM + 3)
+
+typedef struct SqsErrorInfo
+{
+	const char *json_type;		/* AWS JSON 1.0 __type */
+	const char *query_code;		/* Query <Code>, x-amzn-query-error */
+	int			status;			/* HTTP status */
+	bool		sender;			/* Sender (client) or Receiver fault */
+	int			sqlstate;		/* what sqs_fail raises it as */
+} SqsErrorInfo;
+
+/*
+ * wire.c, the bottom of this folder: SQS's error table, sqs_fail and what
+ * catches it, a request's headers.  Every file above may call it; it calls
+ * only PostgreSQL.
+ */
+extern const SqsErrorInfo *sqs_error_info(int err);
+extern int	sqs_fail_raised(const ErrorData *edata);
+extern void sqs_fail_forget(void);
+extern const char *sqs_header(const SqsRequest *req, const char *lname);
+
+/*
  * protocol.c: serve one request completely (its own transaction or
  * transactions; never throws: every failure becomes an SQS error answer).
  */
 extern void sqs_handle(const SqsRequest *req, SqsResponse *resp);
-extern const char *sqs_header(const SqsRequest *req, const char *lname);
 
 /*
- * Raise an SQS error from actions.c or sigv4.c: an ereport(ERROR) that
- * protocol.c catches and answers with err's code and this message.
+ * Raise an SQS error from actions.c or sigv4.c (wire.c): an ereport(ERROR)
+ * that protocol.c catches and answers with err's code and this message.
  */
 pg_noreturn extern void sqs_fail(SqsError err, const char *fmt,...) pg_attribute_printf(2, 3);
 

@@ -18,6 +18,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use QueueWorkerNode;
+use IPC::Run;
 
 my $port = PostgreSQL::Test::Cluster::get_free_port();
 my $node = QueueWorkerNode::start(
@@ -83,18 +84,11 @@ sub raw_exchange
 
 # An answer, with the headers SDKs rely on.
 my ($status, $headers, $body) = http(@unsigned);
-if (-f "$FindBin::RealBin/../../src/sqs/protocol.c")
-{
-	is($status, '403', 'an unsigned request is refused with 403');
-	like(
-		$body,
-		qr/MissingAuthenticationToken|IncompleteSignature/,
-		'with an SQS authentication error');
-}
-else
-{
-	like($status, qr/^[1-5][0-9][0-9]$/, 'an HTTP status comes back');
-}
+is($status, '403', 'an unsigned request is refused with 403');
+like(
+	$body,
+	qr/MissingAuthenticationToken|IncompleteSignature/,
+	'with an SQS authentication error');
 like(
 	$headers,
 	qr/^Date: (Mon|Tue|Wed|Thu|Fri|Sat|Sun), \d\d (Jan|Feb|Mar|Apr|May|Jun|Jul|Aug|Sep|Oct|Nov|Dec) \d{4} \d\d:\d\d:\d\d GMT\r$/mi,
@@ -122,6 +116,69 @@ my $big = raw_exchange(
 like($big, qr{^HTTP/1\.1 413 }, 'a body over 4 MiB gets 413');
 like($big, qr/RequestEntityTooLarge/, 'with an SQS-style error body');
 like($big, qr/^Connection: close\r$/mi, 'and the connection is closed');
+
+# Long polls, parked in the workers' loops (boto3, Query protocol).
+my $python = '/usr/bin/python3';
+SKIP:
+{
+	skip 'no Debian python3-boto3', 9
+	  unless system("$python -I -c 'import boto3' >/dev/null 2>&1") == 0;
+
+	sql(q(
+CREATE ROLE sqs_app LOGIN;
+GRANT USAGE ON SCHEMA queue TO sqs_app;
+GRANT CREATE ON DATABASE postgres TO sqs_app;
+));
+	my ($key, $secret) = split /\|/,
+	  sql(q(SELECT access_key_id || '|' || secret_access_key)
+		  . q( FROM queue.create_access_key('sqs_app'::regrole)));
+	my @client = ($python, '-I', "$FindBin::RealBin/sqs/long_poll_client.py",
+		"http://127.0.0.1:$port", $key, $secret);
+	my $run = sub {
+		my ($out, $err);
+		IPC::Run::run([ @client, @_ ], '>', \$out, '2>', \$err);
+		chomp $out;
+		diag($err) if $err ne '';
+		return $out;
+	};
+	like($run->('create', 'lp'), qr{/000000000000/lp$}, 'queue created over HTTP');
+	like($run->('create', 'idle'), qr{/000000000000/idle$}, 'a second queue');
+
+	# A commit in SQL wakes a parked ReceiveMessage at once.
+	my ($out, $err);
+	my $h = IPC::Run::start([ @client, 'wait', 'lp', '20' ], '>', \$out, '2>', \$err);
+	sleep 1.5;
+	sql(q(SELECT queue.send('lp', 'wake up')));
+	$h->finish;
+	my ($got, $secs) = split /\t/, $out;
+	is($got, '1', 'a parked long poll gets the message sent in SQL');
+	cmp_ok($secs, '<', 10, 'woken by the commit, not at the end of its 20 s');
+
+	# Nothing comes: the answer is empty, at its time.
+	($got, $secs) = split /\t/, $run->('wait', 'idle', '2');
+	is($got, '0', 'a long poll on an empty queue answers empty');
+	cmp_ok($secs, '>=', 1.8, 'after its WaitTimeSeconds');
+
+	# A client that leaves while parked gets nothing leased to it: the
+	# message sent after it left is there for the next receive.
+	is($run->('abandon', 'lp'), 'gave up', 'a client gives up its long poll');
+	sleep 1;
+	sql(q(SELECT queue.send('lp', 'for whoever is there')));
+	sleep 1;
+	is( sql(q(SELECT body FROM queue.receive('lp'))),
+		'for whoever is there',
+		'the message sent after the client left is not leased to it');
+
+	# 100 parked long polls hold no process each.
+	$h = IPC::Run::start([ @client, 'many', 'idle', '100', '8' ], '>', \$out, '2>', \$err);
+	sleep 5;
+	is( sql(q(SELECT count(*) FROM pg_stat_activity WHERE backend_type IN
+			 ('client backend', 'queue sqs worker', 'background worker'))),
+		'3',
+		'100 parked long polls: still the two workers (and this session)');
+	$h->finish;
+	like($out, qr/^100\t0\t/, 'all 100 answered empty');
+}
 
 # 200 connections held open (half of them in the middle of a request
 # line) do not keep the next request from being answered.
