@@ -15,8 +15,9 @@
 
 #include <stdarg.h>
 
-#include "compat.h"
 #include "mb/pg_wchar.h"
+
+#include "compat.h"
 #include "sqs.h"
 
 /*
