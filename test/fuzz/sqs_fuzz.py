@@ -457,7 +457,7 @@ def query_string(params):
 # -------------------------------------------------------------- signing
 
 def sign(method, url, headers, body, key=None, secret=None, presign=False, when=None):
-    creds = Credentials(key or KEY, secret or SECRET)
+    creds = Credentials(KEY if key is None else key, SECRET if secret is None else secret)
     req = AWSRequest(method=method, url=url, data=body, headers=headers)
     if presign:
         SigV4QueryAuth(creds, "sqs", REGION, expires=rng.choice([60, 3600, 604800])).add_auth(req)
