@@ -6,7 +6,7 @@
 #   make stop     stop that cluster
 #   make test     build, install, fresh cluster, every suite
 #   make bench    benchmarks (test/bench), never part of make test
-#   make fuzz     the SQL-call fuzzer (test/fuzz), FUZZ_ITERATIONS calls
+#   make fuzz     the SQL-call and SQS-endpoint fuzzers (test/fuzz), FUZZ_ITERATIONS each
 
 EXTENSION  = queue
 MODULE_big = queue
@@ -75,18 +75,21 @@ run:
 stop:
 	bash test/run_demo.sh stop
 
-# A bounded fuzz run comes first; run_tests.sh counts it as one test
-# (QUEUE_FUZZ_RC), so its "N passed, M failed" is the last line and counts
-# every part; either failing fails the target.
+# Bounded fuzz runs come first (the SQL calls, then the SQS endpoint's
+# requests, about 30 s); run_tests.sh counts each as one test
+# (QUEUE_FUZZ_RC, QUEUE_SQS_FUZZ_RC), so its "N passed, M failed" is the
+# last line and counts every part; any failing fails the target.
 test:
 	bash test/setup.sh
 	$(MAKE) install
-	FUZZ_ITERATIONS=300 bash test/fuzz/run.sh; QUEUE_FUZZ_RC=$$? bash test/run_tests.sh
+	FUZZ_ITERATIONS=300 bash test/fuzz/run.sh; fuzz_rc=$$?; \
+	FUZZ_ITERATIONS=250 bash test/fuzz/sqs_run.sh; sqs_fuzz_rc=$$?; \
+	QUEUE_FUZZ_RC=$$fuzz_rc QUEUE_SQS_FUZZ_RC=$$sqs_fuzz_rc bash test/run_tests.sh
 
 fuzz:
 	bash test/setup.sh
 	$(MAKE) install
-	bash test/fuzz/run.sh
+	rc=0; bash test/fuzz/run.sh || rc=1; bash test/fuzz/sqs_run.sh || rc=1; exit $$rc
 
 bench:
 	bash test/setup.sh

@@ -16,7 +16,8 @@
 #
 # The last line is always "N passed, M failed" (one count per regress test,
 # per isolation spec, per TAP file and per example program, and one for the
-# fuzz run `make test` made first, given as QUEUE_FUZZ_RC).  Exit status is
+# fuzz runs `make test` made first, given as QUEUE_FUZZ_RC and
+# QUEUE_SQS_FUZZ_RC).  Exit status is
 # non-zero if anything failed or if no test ran.  QUEUE_TEST_KEEP=1 keeps the work directory.
 # QUEUE_TESTS="name ..." runs only the tests of those names (a regress test,
 # an isolation spec, a TAP file without .pl, or an example program as
@@ -334,6 +335,14 @@ if [ -n "${QUEUE_FUZZ_RC:-}" ]; then
 	else
 		FAILED=$((FAILED + 1))
 		FAILED_NAMES+=("fuzz (exit $QUEUE_FUZZ_RC; its output is above)")
+	fi
+fi
+if [ -n "${QUEUE_SQS_FUZZ_RC:-}" ]; then
+	if [ "$QUEUE_SQS_FUZZ_RC" = 0 ]; then
+		PASSED=$((PASSED + 1))
+	else
+		FAILED=$((FAILED + 1))
+		FAILED_NAMES+=("sqs fuzz (exit $QUEUE_SQS_FUZZ_RC; its output is above)")
 	fi
 fi
 

@@ -15,6 +15,8 @@
 
 #include <stdarg.h>
 
+#include "mb/pg_wchar.h"
+
 #include "compat.h"
 #include "sqs.h"
 
@@ -102,12 +104,25 @@ sqs_fail(SqsError err, const char *fmt,...)
 {
 	va_list		args;
 	int			e = (int) err;
+	int			n;
 
 	if (e <= SQS_ERR_NONE || e >= SQS_PERR_NUM)
 		e = SQS_ERR_INTERNAL_ERROR;
 	va_start(args, fmt);
-	vsnprintf(fail_msg, sizeof(fail_msg), fmt, args);
+	n = vsnprintf(fail_msg, sizeof(fail_msg), fmt, args);
 	va_end(args);
+
+	/*
+	 * A message cut at the buffer's end (it may quote a long value of the
+	 * request) must not end in part of a character: the answer would not
+	 * be valid UTF-8, and clients fail to parse it.
+	 */
+	if (n >= (int) sizeof(fail_msg))
+	{
+		int			len = strlen(fail_msg);
+
+		fail_msg[pg_mbcliplen(fail_msg, len, len)] = '\0';
+	}
 	fail_err = e;
 	ereport(ERROR,
 			(errcode(error_table[e].sqlstate),
