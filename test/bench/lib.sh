@@ -68,7 +68,8 @@ start_cluster() {
 		for p in $(seq $((PORT + 1000)) $((PORT + 1100))); do
 			if port_free "$p"; then SQS_PORT=$p; break; fi
 		done
-		[ -n "$SQS_PORT" ] && sqs_conf="queue.sqs_listen = '127.0.0.1:$SQS_PORT'"
+		[ -n "$SQS_PORT" ] && sqs_conf="queue.sqs_listen = '127.0.0.1:$SQS_PORT'
+queue.sqs_workers = ${SQS_WORKERS:-2}"
 	fi
 	as_pg "$BINDIR/initdb" -D "$DATA" -A trust -U postgres -E UTF8 --locale=C >"$BENCH_DIR/initdb.log" 2>&1 ||
 		{ cat "$BENCH_DIR/initdb.log" >&2; die "initdb failed"; }
