@@ -518,6 +518,12 @@ def api_request(action, inp, proto, key=None, secret=None, sign_mode="good", met
         params = ([("Action", action), ("Version", "2012-11-05")] if rng.random() < 0.97 else []) + \
             flatten_query(action, inp, True, many=method != "GET")
         qs = query_string(params)
+        # nor a long query string: a request line that fits libmicrohttpd's
+        # connection memory but leaves too little of it for the headers
+        # gets a 431 that 0.9.75 never sends (the same hang); seen by CI
+        # with a 31.5 KB GET (seed 333231125).  Such requests go by POST.
+        if method == "GET" and len(qs) > 8192:
+            method = "POST"
         if method == "GET":
             body = b""
             url = "http://%s/?%s" % (HOST, qs)
