@@ -67,10 +67,13 @@ $ENV{PGOPTIONS} = "$clean -c role=none -c session_authorization=$boot";
 sub su { return $node->safe_psql('hostile', $_[0]); }
 
 # A role's own sessions: the database's and the role's settings apply.
+# (only the timeouts are the harness's: a session's first statement under
+# the database's statement_timeout of 1 ms can itself be cancelled on a
+# loaded machine, which CI saw once)
 sub as_role
 {
 	my ($role, $sql) = @_;
-	local $ENV{PGOPTIONS} = '';
+	local $ENV{PGOPTIONS} = '-c statement_timeout=0 -c lock_timeout=0';
 	return $node->psql('hostile', $sql, extra_params => [ '-U', $role ]);
 }
 
@@ -85,7 +88,7 @@ sub as_role_clean
 sub mallory
 {
 	my ($sql) = @_;
-	local $ENV{PGOPTIONS} = '';
+	local $ENV{PGOPTIONS} = '-c statement_timeout=0 -c lock_timeout=0';
 	return $node->safe_psql('hostile', $sql, extra_params => [ '-U', 'mallory' ]);
 }
 
