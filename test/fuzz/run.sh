@@ -228,7 +228,13 @@ if grep -q 'fuzz-trap' "$LOG"; then
 	grep -B2 -A2 'fuzz-trap' "$LOG" | head -n 20 >&2
 	rc=1
 fi
-handled=$(as_pg "${PSQL[@]}" -Atc "SELECT coalesce(sum(processed), 0) FROM queue.consumers WHERE consumer_name LIKE 'fz_c_session%'")
+# A short run can end before the worker has started the consumers (CI saw
+# a 300-call run end within 2 s): give them up to 30 s to handle some.
+for _ in $(seq 1 60); do
+	handled=$(as_pg "${PSQL[@]}" -Atc "SELECT coalesce(sum(processed), 0) FROM queue.consumers WHERE consumer_name LIKE 'fz_c_session%'")
+	[ "${handled:-0}" -gt 0 ] && break
+	sleep 0.5
+done
 echo "fuzz: the session-changing consumers handled $handled messages"
 if [ "${handled:-0}" -eq 0 ]; then
 	echo "fuzz: FAIL: the session-changing consumers handled nothing" >&2
