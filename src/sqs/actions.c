@@ -675,7 +675,7 @@ b64_encode(const char *s)
 {
 	int			len = strlen(s);
 	char	   *out = palloc(pg_b64_enc_len(len) + 1);
-	int			n = pg_b64_encode(s, len, out, pg_b64_enc_len(len));
+	int			n = pg_b64_encode((const void *) s, len, out, pg_b64_enc_len(len));
 
 	if (n < 0)
 		elog(ERROR, "could not encode a token");
@@ -688,7 +688,7 @@ b64_decode_token(const char *s, const char *param)
 {
 	int			len = strlen(s);
 	char	   *out = palloc(pg_b64_dec_len(len) + 1);
-	int			n = pg_b64_decode(s, len, out, pg_b64_dec_len(len));
+	int			n = pg_b64_decode(s, len, (void *) out, pg_b64_dec_len(len));
 
 	if (n <= 0 || memchr(out, '\0', n) != NULL)
 		sqs_fail(SQS_ERR_INVALID_PARAMETER_VALUE,
@@ -858,8 +858,14 @@ parse_policy(const char *text)
 	JsonLexContext *lex;
 	Jsonb	   *jb;
 
+	/* PostgreSQL 17 takes the context to fill first (NULL: a new one) */
+#if PG_VERSION_NUM >= 170000
+	lex = makeJsonLexContextCstringLen(NULL, pstrdup(text), strlen(text),
+									   GetDatabaseEncoding(), true);
+#else
 	lex = makeJsonLexContextCstringLen(pstrdup(text), strlen(text),
 									   GetDatabaseEncoding(), true);
+#endif
 	if (pg_parse_json(lex, &nullSemAction) != JSON_SUCCESS)
 		return NULL;
 	jb = DatumGetJsonbP(cstring_jsonb(text));
@@ -1688,7 +1694,7 @@ check_msg_attrs(JsonbContainer *map, OutMsg *m)
 		{
 			int			dlen = pg_b64_dec_len(strlen(value));
 			char	   *dec = palloc(dlen + 1);
-			int			got = pg_b64_decode(value, strlen(value), dec, dlen);
+			int			got = pg_b64_decode(value, strlen(value), (void *) dec, dlen);
 
 			if (got < 0)
 				return msg_error(m, SQS_ERR_INVALID_PARAMETER_VALUE,

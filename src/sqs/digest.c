@@ -128,7 +128,7 @@ sqs_md5_of_attributes(Jsonb *attrs, char *hex)
 					bval = "";
 				list[n].binary = true;
 				list[n].value = palloc(pg_b64_dec_len(strlen(bval)) + 1);
-				dlen = pg_b64_decode(bval, strlen(bval), list[n].value,
+				dlen = pg_b64_decode(bval, strlen(bval), (void *) list[n].value,
 									 pg_b64_dec_len(strlen(bval)) + 1);
 				list[n].value_len = dlen < 0 ? 0 : dlen;
 			}

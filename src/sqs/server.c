@@ -284,6 +284,8 @@ queue_sqs_register(void)
  * early, malformed, over the connection limit) and a flood of clients must
  * not flood the log: one a minute at LOG, the rest at DEBUG1.
  */
+static void sqs_mhd_log(void *cls, const char *fmt, va_list ap) pg_attribute_printf(2, 0);
+
 static void
 sqs_mhd_log(void *cls, const char *fmt, va_list ap)
 {
@@ -1051,7 +1053,12 @@ sqs_build_wait_set(int mhd_fd)
 
 	if (sqs_wes != NULL)
 		FreeWaitEventSet(sqs_wes);
+	/* a set for the life of the process: no resource owner (17 on) */
+#if PG_VERSION_NUM >= 170000
+	sqs_wes = CreateWaitEventSet(NULL, size);
+#else
 	sqs_wes = CreateWaitEventSet(TopMemoryContext, size);
+#endif
 	AddWaitEventToSet(sqs_wes, WL_LATCH_SET, PGINVALID_SOCKET, MyLatch, NULL);
 	AddWaitEventToSet(sqs_wes, WL_EXIT_ON_PM_DEATH, PGINVALID_SOCKET, NULL, NULL);
 	AddWaitEventToSet(sqs_wes, WL_SOCKET_READABLE, mhd_fd, NULL, NULL);
