@@ -30,7 +30,6 @@
 
 #include "access/xlog.h"
 #include "catalog/pg_type.h"
-#include "common/hmac.h"
 #include "common/sha2.h"
 #include "funcapi.h"
 #include "miscadmin.h"
@@ -67,14 +66,7 @@ static SPIPlanPtr plan_touch = NULL;
 static void
 hmac_reference(const uint8 *key, int keylen, const uint8 *msg, int len, uint8 *out)
 {
-	pg_hmac_ctx *ctx = pg_hmac_create(PG_SHA256);
-
-	if (ctx == NULL ||
-		pg_hmac_init(ctx, key, keylen) < 0 ||
-		pg_hmac_update(ctx, msg, len) < 0 ||
-		pg_hmac_final(ctx, out, PG_SHA256_DIGEST_LENGTH) < 0)
-		elog(ERROR, "could not compute access key HMAC: %s", pg_hmac_error(ctx));
-	pg_hmac_free(ctx);
+	queue_hmac_reference(key, keylen, msg, len, out, "access key HMAC");
 }
 
 /* One keystream block: HMAC-SHA256(K, msg). */

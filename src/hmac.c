@@ -29,6 +29,7 @@
  */
 #include "postgres.h"
 
+#include "common/hmac.h"
 #include "common/sha2.h"
 
 #ifdef USE_OPENSSL
@@ -150,4 +151,23 @@ queue_hmac(const QueueHmacKey *k, const uint8 *msg, int len, uint8 *out)
 #else
 	elog(ERROR, "receipt HMAC used without a key");
 #endif
+}
+
+/*
+ * HMAC-SHA-256 by PostgreSQL's pg_hmac: the reference the fast path above
+ * is checked against (receipt.c, access_keys.c), and the fallback where
+ * it disagrees.  what names the caller's use in the error.
+ */
+void
+queue_hmac_reference(const uint8 *key, int keylen, const uint8 *msg, int len,
+					 uint8 *out, const char *what)
+{
+	pg_hmac_ctx *ctx = pg_hmac_create(PG_SHA256);
+
+	if (ctx == NULL ||
+		pg_hmac_init(ctx, key, keylen) < 0 ||
+		pg_hmac_update(ctx, msg, len) < 0 ||
+		pg_hmac_final(ctx, out, PG_SHA256_DIGEST_LENGTH) < 0)
+		elog(ERROR, "could not compute %s: %s", what, pg_hmac_error(ctx));
+	pg_hmac_free(ctx);
 }

@@ -225,6 +225,8 @@ typedef struct QueueHmacKey
 } QueueHmacKey;
 
 extern bool queue_hmac_set_key(QueueHmacKey *k, const uint8 *key, int keylen);
+extern void queue_hmac_reference(const uint8 *key, int keylen, const uint8 *msg,
+								 int len, uint8 *out, const char *what);
 extern void queue_hmac(const QueueHmacKey *k, const uint8 *msg, int len,
 					   uint8 *out);
 

@@ -23,7 +23,6 @@
 #include "postgres.h"
 
 #include "common/base64.h"
-#include "common/hmac.h"
 #include "common/sha2.h"
 #include "executor/spi.h"
 #include "port/pg_bswap.h"
@@ -105,14 +104,7 @@ queue_secret_key(uint64 *generation)
 static void
 receipt_mac_reference(const uint8 *body, uint8 *full)
 {
-	pg_hmac_ctx *ctx = pg_hmac_create(PG_SHA256);
-
-	if (ctx == NULL ||
-		pg_hmac_init(ctx, secret, SECRET_LEN) < 0 ||
-		pg_hmac_update(ctx, body, RECEIPT_BODY_LEN) < 0 ||
-		pg_hmac_final(ctx, full, PG_SHA256_DIGEST_LENGTH) < 0)
-		elog(ERROR, "could not compute receipt MAC: %s", pg_hmac_error(ctx));
-	pg_hmac_free(ctx);
+	queue_hmac_reference(secret, SECRET_LEN, body, RECEIPT_BODY_LEN, full, "receipt MAC");
 }
 
 /*
