@@ -211,7 +211,14 @@ load_entry(CacheEntry *e, text *name)
 						   " (SELECT d.queue_name FROM queue._queues d"
 						   "  WHERE d.queue_id = r.dead_letter_queue),"
 		/* 1.3's column, read so that a database still at 1.2 works too */
-						   " coalesce((to_jsonb(r) ->> 'retry_delay')::interval, '0')"
+						   " coalesce((to_jsonb(r) ->> 'retry_delay')::interval, '0'),"
+		/* 1.4's layout (DESIGN.md "Storage"): before it, all dedicated */
+						   " NOT coalesce((to_jsonb(r) ->> 'dedicated')::boolean, true),"
+						   " coalesce((to_jsonb(r) ->> 'store_id')::bigint, r.queue_id),"
+						   " (SELECT NOT coalesce((to_jsonb(d) ->> 'dedicated')::boolean, true)"
+						   "  FROM queue._queues d WHERE d.queue_id = r.dead_letter_queue),"
+						   " (SELECT d.fifo FROM queue._queues d"
+						   "  WHERE d.queue_id = r.dead_letter_queue)"
 						   " FROM queue._queues r WHERE queue_name = $1",
 						   1, argtypes);
 		if (plan == NULL)
@@ -234,11 +241,17 @@ load_entry(CacheEntry *e, text *name)
 	tup = SPI_tuptable->vals[0];
 	desc = SPI_tuptable->tupdesc;
 	e->meta.id = DatumGetInt64(SPI_getbinval(tup, desc, 1, &isnull));
+	e->meta.fifo = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
+	e->meta.shared = DatumGetBool(SPI_getbinval(tup, desc, 15, &isnull));
+	e->meta.store_id = DatumGetInt64(SPI_getbinval(tup, desc, 16, &isnull));
 	/* By name, never a stored OID: a restored dump has other OIDs. */
-	e->meta.relid = queue_table_relid(e->meta.id, 'q');
+	if (e->meta.shared)
+		e->meta.relid = queue_data_relid(queue_shared_table('q', e->meta.fifo) +
+										 strlen("queue_data."));
+	else
+		e->meta.relid = queue_table_relid(e->meta.id, 'q');
 	if (!OidIsValid(e->meta.relid))
 		return false;
-	e->meta.fifo = DatumGetBool(SPI_getbinval(tup, desc, 2, &isnull));
 	e->meta.visibility_timeout = interval_usecs(SPI_getbinval(tup, desc, 3, &isnull));
 	e->meta.delay = interval_usecs(SPI_getbinval(tup, desc, 4, &isnull));
 	e->meta.retention = interval_usecs(SPI_getbinval(tup, desc, 5, &isnull));
@@ -262,6 +275,8 @@ load_entry(CacheEntry *e, text *name)
 		strlcpy(e->meta.dlq_name, n, sizeof(e->meta.dlq_name));
 	}
 	e->meta.retry_delay = interval_usecs(SPI_getbinval(tup, desc, 14, &isnull));
+	e->meta.dlq_shared = DatumGetBool(SPI_getbinval(tup, desc, 17, &isnull)) && !isnull;
+	e->meta.dlq_fifo = DatumGetBool(SPI_getbinval(tup, desc, 18, &isnull)) && !isnull;
 	e->meta.group_relid = InvalidOid;
 	e->meta.group_pkey = InvalidOid;
 	e->meta.msg_group_idx = InvalidOid;

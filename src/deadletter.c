@@ -54,7 +54,7 @@ queue_dead_letter(QueueMeta *q, int n, const int64 *ids, Datum *groups)
 	QueueMeta  *dlq;
 	Datum	   *ugroups;
 	int			ngroups;
-	Datum		args[5];
+	Datum		args[6];
 	int			rc;
 	uint64		moved;
 
@@ -70,7 +70,8 @@ queue_dead_letter(QueueMeta *q, int n, const int64 *ids, Datum *groups)
 	args[2] = CStringGetTextDatum(q->name);
 	args[3] = BoolGetDatum(dlq->fifo);
 	args[4] = Int64GetDatum(q->id);
-	rc = SPI_execute_plan(queue_plan(q, QP_MOVE_TO_DLQ), args, NULL, false, 0);
+	args[5] = Int64GetDatum(dlq->store_id);
+	rc = queue_exec(q, QP_MOVE_TO_DLQ, args, NULL, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "dead-letter move failed: %s", SPI_result_code_string(rc));
 	moved = SPI_processed;

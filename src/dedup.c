@@ -164,14 +164,14 @@ queue_dedup_claim(QueueMeta *q, int n, Datum *scope_keys, Datum *dedup_ids,
 			args[2] = ck[0];
 			args[3] = cd[0];
 			args[4] = Int64GetDatum(ids[0]);
-			rc = SPI_execute_plan(queue_plan(q, QP_DEDUP_CLAIM_ONE), args, NULL, false, 0);
+			rc = queue_exec(q, QP_DEDUP_CLAIM_ONE, args, NULL, false, 0);
 		}
 		else
 		{
 			args[2] = queue_text_array(nclaim, ck, NULL);
 			args[3] = queue_text_array(nclaim, cd, NULL);
 			args[4] = queue_int8_array(nclaim, ids);
-			rc = SPI_execute_plan(queue_plan(q, QP_DEDUP_CLAIM), args, NULL, false, 0);
+			rc = queue_exec(q, QP_DEDUP_CLAIM, args, NULL, false, 0);
 		}
 		if (rc != SPI_OK_INSERT_RETURNING)
 			elog(ERROR, "deduplication claim failed: %s", SPI_result_code_string(rc));
@@ -192,7 +192,7 @@ queue_dedup_claim(QueueMeta *q, int n, Datum *scope_keys, Datum *dedup_ids,
 	{
 		args[0] = queue_text_array(nclaim, ck, NULL);
 		args[1] = queue_text_array(nclaim, cd, NULL);
-		rc = SPI_execute_plan(queue_plan(q, QP_DEDUP_ORIGINALS), args, NULL, false, 0);
+		rc = queue_exec(q, QP_DEDUP_ORIGINALS, args, NULL, false, 0);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "deduplication lookup failed: %s", SPI_result_code_string(rc));
 		take_ids(n, first, scope_keys, dedup_ids, message_ids);

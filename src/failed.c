@@ -805,7 +805,7 @@ static uint64
 run_over_ids(QueueMeta *q, QueuePlanKind kind, int n, const int64 *ids)
 {
 	Datum		arg = queue_int8_array(n, ids);
-	int			rc = SPI_execute_plan(queue_plan(q, kind), &arg, NULL, false, 0);
+	int			rc = queue_exec(q, kind, &arg, NULL, false, 0);
 
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "counting rolled-back receives failed: %s", SPI_result_code_string(rc));
@@ -932,7 +932,7 @@ apply_queue(QueueMeta *q)
 	args[2] = PointerGetDatum(construct_array(not_befores, n, TIMESTAMPTZOID, 8,
 											  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	args[3] = TimestampTzGetDatum(now);
-	rc = SPI_execute_plan(queue_plan(q, QP_FAILED_APPLY), args, NULL, false, 0);
+	rc = queue_exec(q, QP_FAILED_APPLY, args, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "counting rolled-back receives failed: %s", SPI_result_code_string(rc));
 	tt = SPI_tuptable;

@@ -257,9 +257,7 @@ queue_fifo_add_moved_groups(QueueMeta *q, int ngroups, Datum *groups)
 	 * made since it began, and its insert would then fail to serialise.
 	 */
 	arg = queue_text_array(ngroups, groups, NULL);
-	rc = SPI_execute_snapshot(queue_plan(q, QP_GROUP_ADD_MOVED),
-							  &arg, NULL, GetLatestSnapshot(), InvalidSnapshot,
-							  false, false, 0);
+	rc = queue_exec_snapshot(q, QP_GROUP_ADD_MOVED, &arg, NULL, GetLatestSnapshot(), false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "adding message groups failed: %s", SPI_result_code_string(rc));
 }

@@ -64,7 +64,11 @@ check_column(Oid relid, const char *name, AttrNumber expected)
 		elog(ERROR, "column %s of relation %u is not column %d", name, relid, expected);
 }
 
-/* The relations the reads below use, looked up once per cache entry. */
+/*
+ * The relations the reads below use, looked up once per cache entry: the
+ * queue's own (dedicated) or the shared FIFO tables, whose key column
+ * comes last so the columns read here have the same numbers in both.
+ */
 static void
 fifo_relations(QueueMeta *q)
 {
@@ -72,14 +76,24 @@ fifo_relations(QueueMeta *q)
 
 	if (OidIsValid(q->group_relid))
 		return;
-	q->msg_pkey = data_relid(psprintf("q" INT64_FORMAT "_pkey", q->id));
-	q->msg_group_idx = data_relid(psprintf("q" INT64_FORMAT "_group", q->id));
-	q->group_pkey = data_relid(psprintf("g" INT64_FORMAT "_pkey", q->id));
+	if (q->shared)
+	{
+		q->msg_pkey = data_relid("fifo_messages_pkey");
+		q->msg_group_idx = data_relid("fifo_messages_group");
+		q->group_pkey = data_relid("groups_pkey");
+		group_relid = data_relid("groups");
+	}
+	else
+	{
+		q->msg_pkey = data_relid(psprintf("q" INT64_FORMAT "_pkey", q->id));
+		q->msg_group_idx = data_relid(psprintf("q" INT64_FORMAT "_group", q->id));
+		q->group_pkey = data_relid(psprintf("g" INT64_FORMAT "_pkey", q->id));
+		group_relid = data_relid(psprintf("g" INT64_FORMAT, q->id));
+	}
 	check_column(q->relid, "message_id", QCOL_MESSAGE_ID);
 	check_column(q->relid, "visible_at", QCOL_VISIBLE_AT);
 	check_column(q->relid, "receive_count", QCOL_RECEIVE_COUNT);
 	check_column(q->relid, "message_group_id", QCOL_GROUP);
-	group_relid = data_relid(psprintf("g" INT64_FORMAT, q->id));
 	check_column(group_relid, "leased_upto", GCOL_LEASED_UPTO);
 	/* last: it says the others are set */
 	q->group_relid = group_relid;
@@ -120,29 +134,34 @@ close_indexed(IndexedRel *r)
 
 /*
  * An index scan of r by its first key column equal to key: a group id
- * (byte order, as the columns' COLLATE "C") or a message id.
+ * (byte order, as the columns' COLLATE "C") or a message id; in the
+ * shared tables, after the queue's store id (the index's first column).
  */
 static IndexScanDesc
-scan_by_key(IndexedRel *r, Snapshot snap, Datum key, bool is_group)
+scan_by_key(QueueMeta *q, IndexedRel *r, Snapshot snap, Datum key, bool is_group)
 {
-	ScanKeyData k;
+	ScanKeyData k[2];
+	int			att = 1;
 	IndexScanDesc scan;
 
+	if (q->shared)
+		ScanKeyInit(&k[att++ - 1], 1, BTEqualStrategyNumber, F_INT8EQ,
+					Int64GetDatum(q->store_id));
 	if (is_group)
-		ScanKeyEntryInitialize(&k, 0, 1, BTEqualStrategyNumber, InvalidOid,
+		ScanKeyEntryInitialize(&k[att - 1], 0, att, BTEqualStrategyNumber, InvalidOid,
 							   C_COLLATION_OID, F_TEXTEQ, key);
 	else
-		ScanKeyInit(&k, 1, BTEqualStrategyNumber, F_INT8EQ, key);
-	scan = queue_index_beginscan(r->rel, r->index, snap, 1, 0);
-	index_rescan(scan, &k, 1, NULL, 0);
+		ScanKeyInit(&k[att - 1], att, BTEqualStrategyNumber, F_INT8EQ, key);
+	scan = queue_index_beginscan(r->rel, r->index, snap, att, 0);
+	index_rescan(scan, k, att, NULL, 0);
 	return scan;
 }
 
 /* The first row of r by key, into r->slot; false if there is none. */
 static bool
-fetch_by_key(IndexedRel *r, Snapshot snap, Datum key, bool is_group)
+fetch_by_key(QueueMeta *q, IndexedRel *r, Snapshot snap, Datum key, bool is_group)
 {
-	IndexScanDesc scan = scan_by_key(r, snap, key, is_group);
+	IndexScanDesc scan = scan_by_key(q, r, snap, key, is_group);
 	bool		found = index_getnext_slot(scan, ForwardScanDirection, r->slot);
 
 	index_endscan(scan);
@@ -178,7 +197,7 @@ read_group_states(QueueMeta *q, int ngroups, Datum *groups, GroupHead *st)
 		TimestampTz lease = DT_NOBEGIN;
 		bool		isnull;
 
-		if (fetch_by_key(&grps, snap, groups[i], true))
+		if (fetch_by_key(q, &grps, snap, groups[i], true))
 		{
 			Datum		d = slot_getattr(grps.slot, GCOL_LEASED_UPTO, &isnull);
 
@@ -187,7 +206,7 @@ read_group_states(QueueMeta *q, int ngroups, Datum *groups, GroupHead *st)
 		}
 
 		st[i].empty = true;
-		scan = scan_by_key(&msgs, snap, groups[i], true);
+		scan = scan_by_key(q, &msgs, snap, groups[i], true);
 		while (index_getnext_slot(scan, ForwardScanDirection, msgs.slot))
 		{
 			int64		id = DatumGetInt64(slot_getattr(msgs.slot, QCOL_MESSAGE_ID, &isnull));
@@ -240,7 +259,7 @@ group_rows_statement(QueueMeta *q, QueuePlanKind one, QueuePlanKind many, int rc
 		args[2] = PointerGetDatum(construct_array(avail, n, TIMESTAMPTZOID, 8,
 												  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
 	}
-	rc = SPI_execute_plan(queue_plan(q, n == 1 ? one : many), args, NULL, false, 0);
+	rc = queue_exec(q, n == 1 ? one : many, args, NULL, false, 0);
 	if (rc != rc_ok)
 		elog(ERROR, "writing message groups failed: %s", SPI_result_code_string(rc));
 }
@@ -273,7 +292,7 @@ write_group_states(QueueMeta *q, int ngroups, Datum *groups, GroupHead *st)
 	if (ndrop > 0)
 	{
 		Datum		arg = queue_text_array(ndrop, drop, NULL);
-		int			rc = SPI_execute_plan(queue_plan(q, QP_GROUP_DROP), &arg, NULL, false, 0);
+		int			rc = queue_exec(q, QP_GROUP_DROP, &arg, NULL, false, 0);
 
 		if (rc != SPI_OK_DELETE)
 			elog(ERROR, "dropping message groups failed: %s", SPI_result_code_string(rc));
@@ -301,7 +320,7 @@ lock_group_rows(QueueMeta *q, int ngroups, Datum *groups)
 		TM_FailureData tmfd;
 		TM_Result	res = TM_Deleted;
 
-		if (fetch_by_key(&grps, snap, groups[i], true))
+		if (fetch_by_key(q, &grps, snap, groups[i], true))
 		{
 			ItemPointerData tid = grps.slot->tts_tid;
 
@@ -345,7 +364,7 @@ queue_fifo_lock_groups_of(QueueMeta *q, int n, const int64 *ids)
 	{
 		bool		isnull;
 
-		if (fetch_by_key(&msgs, snap, Int64GetDatum(ids[i]), false))
+		if (fetch_by_key(q, &msgs, snap, Int64GetDatum(ids[i]), false))
 		{
 			Datum		g = slot_getattr(msgs.slot, QCOL_GROUP, &isnull);
 
@@ -379,7 +398,7 @@ queue_fifo_missing_groups(QueueMeta *q, int ngroups, Datum *groups, bool *missin
 	snap = RegisterSnapshot(GetLatestSnapshot());
 	for (int i = 0; i < ngroups; i++)
 	{
-		missing[i] = !fetch_by_key(&grps, snap, groups[i], true);
+		missing[i] = !fetch_by_key(q, &grps, snap, groups[i], true);
 		if (missing[i])
 			nmissing++;
 	}

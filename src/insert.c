@@ -71,6 +71,7 @@ typedef enum MsgColumn
 	MC_DEDUP,
 	MC_ATTRIBUTES,
 	MC_BODY,
+	MC_STORE_ID,				/* the shared table's only (DESIGN.md "Storage") */
 	MC_NUM
 } MsgColumn;
 
@@ -84,6 +85,7 @@ static const ColumnSpec msg_columns[MC_NUM] = {
 	[MC_DEDUP] = {"deduplication_id", TEXTOID, true},
 	[MC_ATTRIBUTES] = {"attributes", JSONBOID, true},
 	[MC_BODY] = {"body", TEXTOID, false},
+	[MC_STORE_ID] = {"store_id", INT8OID, false},
 };
 
 /*
@@ -269,8 +271,8 @@ insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 					const int64 *ids, int n, TimestampTz visible_at,
 					TimestampTz sent_at)
 {
-	static const Oid argtypes[8] = {TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID,
-		INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID};
+	static const Oid argtypes[9] = {TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID,
+		INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, INT8OID};
 	int64	   *mids = palloc(n * sizeof(int64));
 	Datum	   *groups = palloc(n * sizeof(Datum));
 	bool	   *gnulls = palloc(n * sizeof(bool));
@@ -281,7 +283,7 @@ insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 	Datum	   *bodies = palloc(n * sizeof(Datum));
 	int			dims[1] = {n};
 	int			lbs[1] = {1};
-	Datum		args[8];
+	Datum		args[9];
 	SqlSendPlan *entry;
 	bool		found;
 	int			k = 0;
@@ -312,6 +314,7 @@ insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 												 JSONBOID, -1, false,
 												 TYPALIGN_INT));
 	args[7] = queue_text_array(n, bodies, NULL);
+	args[8] = Int64GetDatum(q->store_id);
 
 	if (sql_send_plans == NULL)
 	{
@@ -322,7 +325,10 @@ insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 		sql_send_plans = hash_create("queue sends through SQL", 16, &ctl,
 									 HASH_ELEM | HASH_BLOBS);
 	}
-	entry = hash_search(sql_send_plans, &q->id, HASH_ENTER, &found);
+	/* (one plan for all shared queues of a kind: -1 and -2) */
+	entry = hash_search(sql_send_plans,
+						q->shared ? (q->fifo ? &(int64){-2} : &(int64){-1}) : &q->id,
+						HASH_ENTER, &found);
 	if (!found)
 		entry->plan = NULL;
 	if (entry->plan == NULL)
@@ -330,16 +336,21 @@ insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 		StringInfoData sql;
 
 		initStringInfo(&sql);
+		if (q->shared)
+			appendStringInfoString(&sql, queue_shared_table('q', q->fifo));
+		else
+			appendStringInfo(&sql, "queue_data.q" INT64_FORMAT, q->id);
 		appendStringInfo(&sql,
-						 "INSERT INTO queue_data.q" INT64_FORMAT
 						 " (message_id, visible_at, sent_at, sequence_number,"
 						 " receive_count, message_group_id, deduplication_id,"
-						 " attributes, body)"
+						 " attributes, body%s)"
 						 " SELECT u.id, $1, $2, CASE WHEN $3 THEN u.id END, 0,"
-						 " u.g, u.d, u.a, u.b"
+						 " u.g, u.d, u.a, u.b%s"
 						 " FROM unnest($4, $5, $6, $7, $8)"
-						 " AS u(id, g, d, a, b)", q->id);
-		entry->plan = queue_keep_plan(sql.data, 8, (Oid *) argtypes);
+						 " AS u(id, g, d, a, b)",
+						 q->shared ? ", store_id" : "", q->shared ? ", $9" : "");
+		entry->plan = queue_keep_plan(psprintf("INSERT INTO %s", sql.data),
+									  q->shared ? 9 : 8, (Oid *) argtypes);
 		pfree(sql.data);
 	}
 	rc = SPI_execute_plan(entry->plan, args, NULL, false, 0);
@@ -373,8 +384,8 @@ queue_insert_messages(QueueMeta *q, const SendBatch *b, const bool *skip,
 			n++;
 	if (n == 0)
 		return;
-	direct = open_target(&t, q->relid, msg_columns, MC_NUM, msg_null_columns,
-						 lengthof(msg_null_columns), pos, false);
+	direct = open_target(&t, q->relid, msg_columns, q->shared ? MC_NUM : MC_STORE_ID,
+						 msg_null_columns, lengthof(msg_null_columns), pos, false);
 
 	/* Ids first, in entry order, whichever way the rows go in. */
 	for (int i = 0; i < b->n; i++)
@@ -415,6 +426,11 @@ queue_insert_messages(QueueMeta *q, const SendBatch *b, const bool *skip,
 		isnull[pos[MC_SENT_AT]] = false;
 		isnull[pos[MC_RECEIVE_COUNT]] = false;
 		isnull[pos[MC_BODY]] = false;
+		if (q->shared)
+		{
+			v[pos[MC_STORE_ID]] = Int64GetDatum(q->store_id);
+			isnull[pos[MC_STORE_ID]] = false;
+		}
 		if (q->fifo)
 		{
 			v[pos[MC_SEQUENCE_NUMBER]] = Int64GetDatum(ids[i]);
@@ -459,6 +475,7 @@ typedef enum DedupColumn
 	DC_DEDUP_ID,
 	DC_MESSAGE_ID,
 	DC_ACCEPTED_AT,
+	DC_QUEUE_ID,				/* the shared table's only */
 	DC_NUM
 } DedupColumn;
 
@@ -467,36 +484,46 @@ static const ColumnSpec dedup_columns[DC_NUM] = {
 	[DC_DEDUP_ID] = {"deduplication_id", TEXTOID, false},
 	[DC_MESSAGE_ID] = {"message_id", INT8OID, false},
 	[DC_ACCEPTED_AT] = {"accepted_at", TIMESTAMPTZOID, false},
+	[DC_QUEUE_ID] = {"queue_id", INT8OID, false},
 };
 
 /*
  * The one unique index of a d<id> opened for writing, when it is the one
  * ON CONFLICT (scope_key, deduplication_id) takes as its only arbiter: on
- * exactly those two columns, no expression, no predicate, checked at once.
- * InvalidOid otherwise (then the statement claims every id).
+ * exactly those two columns (and queue_id, in the shared table), no
+ * expression, no predicate, checked at once.  InvalidOid otherwise (then
+ * the statement claims every id).
  */
 static Oid
-dedup_arbiter(const WriteTarget *t, const int *pos)
+dedup_arbiter(const WriteTarget *t, const int *pos, bool shared)
 {
 	Oid			arbiter = InvalidOid;
+	int			nkeys = shared ? 3 : 2;
 
 	for (int i = 0; i < t->rri->ri_NumIndices; i++)
 	{
 		Relation	irel = t->rri->ri_IndexRelationDescs[i];
 		IndexInfo  *ii = t->rri->ri_IndexRelationInfo[i];
-		AttrNumber	a0;
-		AttrNumber	a1;
+		bool		seen[3] = {false, false, false};
 
 		if (!irel->rd_index->indisunique)
 			continue;
 		if (OidIsValid(arbiter) || !irel->rd_index->indimmediate ||
-			ii->ii_NumIndexKeyAttrs != 2 || ii->ii_Expressions != NIL ||
+			ii->ii_NumIndexKeyAttrs != nkeys || ii->ii_Expressions != NIL ||
 			ii->ii_Predicate != NIL)
 			return InvalidOid;
-		a0 = ii->ii_IndexAttrNumbers[0] - 1;
-		a1 = ii->ii_IndexAttrNumbers[1] - 1;
-		if (!((a0 == pos[DC_SCOPE_KEY] && a1 == pos[DC_DEDUP_ID]) ||
-			  (a0 == pos[DC_DEDUP_ID] && a1 == pos[DC_SCOPE_KEY])))
+		for (int k = 0; k < nkeys; k++)
+		{
+			AttrNumber	a = ii->ii_IndexAttrNumbers[k] - 1;
+
+			if (a == pos[DC_SCOPE_KEY])
+				seen[0] = true;
+			else if (a == pos[DC_DEDUP_ID])
+				seen[1] = true;
+			else if (shared && a == pos[DC_QUEUE_ID])
+				seen[2] = true;
+		}
+		if (!seen[0] || !seen[1] || (shared && !seen[2]))
 			return InvalidOid;
 		arbiter = RelationGetRelid(irel);
 	}
@@ -530,10 +557,12 @@ queue_insert_new_dedup_ids(QueueMeta *q, int n, const Datum *scope_keys,
 	memset(claimed, 0, n * sizeof(bool));
 	if (n == 0)
 		return;
-	if (!open_target(&t, queue_table_relid(q->id, 'd'), dedup_columns, DC_NUM,
-					 NULL, 0, pos, true))
+	if (!open_target(&t, q->shared ?
+					 queue_data_relid(queue_shared_table('d', false) + strlen("queue_data.")) :
+					 queue_table_relid(q->id, 'd'),
+					 dedup_columns, q->shared ? DC_NUM : DC_QUEUE_ID, NULL, 0, pos, true))
 		return;
-	arbiter = dedup_arbiter(&t, pos);
+	arbiter = dedup_arbiter(&t, pos, q->shared);
 	if (!OidIsValid(arbiter))
 	{
 		close_target(&t);
@@ -559,7 +588,9 @@ queue_insert_new_dedup_ids(QueueMeta *q, int n, const Datum *scope_keys,
 		slot->tts_values[pos[DC_DEDUP_ID]] = dedup_ids[i];
 		slot->tts_values[pos[DC_MESSAGE_ID]] = Int64GetDatum(ids[i]);
 		slot->tts_values[pos[DC_ACCEPTED_AT]] = TimestampTzGetDatum(now);
-		for (int c = 0; c < DC_NUM; c++)
+		if (q->shared)
+			slot->tts_values[pos[DC_QUEUE_ID]] = Int64GetDatum(q->id);
+		for (int c = 0; c < (q->shared ? DC_NUM : DC_QUEUE_ID); c++)
 			slot->tts_isnull[pos[c]] = false;
 		ExecStoreVirtualTuple(slot);
 

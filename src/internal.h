@@ -92,7 +92,9 @@ typedef struct QueueMeta
 {
 	char		name[QUEUE_NAME_MAX + 1];	/* hash key */
 	int64		id;
-	Oid			relid;			/* queue_data.q<id> */
+	Oid			relid;			/* queue_data.q<id>, or the shared message table */
+	bool		shared;			/* rows in the shared tables (DESIGN.md "Storage") */
+	int64		store_id;		/* their key in the shared message and group tables */
 	bool		fifo;
 	int64		visibility_timeout; /* all times in microseconds */
 	int64		delay;
@@ -105,6 +107,8 @@ typedef struct QueueMeta
 	int32		max_receive_count;	/* 0: no dead-letter queue */
 	int64		dlq_id;
 	char		dlq_name[QUEUE_NAME_MAX + 1];
+	bool		dlq_shared;		/* the dead-letter queue's layout ... */
+	bool		dlq_fifo;		/* ... and kind, for its table */
 	int64		retry_delay;	/* after a rolled-back receive (failed.c) */
 	SPIPlanPtr	plans[QP_NUM_PLANS];
 	/* FIFO queues, looked up when first needed (group_rows.c) */
@@ -146,6 +150,12 @@ extern void queue_catalog_init(void);
 
 /* plans.c */
 extern SPIPlanPtr queue_plan(QueueMeta *q, QueuePlanKind kind);
+extern int	queue_exec(QueueMeta *q, QueuePlanKind kind, const Datum *args,
+					   const char *nulls, bool read_only, long count);
+extern int	queue_exec_snapshot(QueueMeta *q, QueuePlanKind kind, const Datum *args,
+								const char *nulls, Snapshot snapshot, bool read_only,
+								long count);
+extern const char *queue_shared_table(char kind, bool fifo);
 extern void queue_release_plans(QueueMeta *q);
 extern SPIPlanPtr queue_keep_plan(const char *sql, int nargs, Oid *types);
 extern void queue_planner_hook_init(void);

@@ -27,7 +27,7 @@
 
 typedef struct PlanSpec
 {
-	const char *sql;			/* {q} {d} {g} {a}: the queue's tables */
+	const char *sql;			/* placeholders: see plan_text */
 	int			nargs;
 	Oid			argtypes[9];
 } PlanSpec;
@@ -49,7 +49,7 @@ typedef struct PlanSpec
 	"   row_number() OVER (ORDER BY g.head_seq, x.message_id) AS ord" \
 	"  FROM g CROSS JOIN LATERAL (" \
 	"   SELECT m.message_id, m.receive_count FROM {q} m" \
-	"   WHERE m.message_group_id = g.message_group_id" \
+	"   WHERE {S.m}m.message_group_id = g.message_group_id" \
 	"    AND m.visible_at <= $1 AND m.sent_at > $4" \
 	"    AND m.message_id <> ALL ($9)" \
 	"   ORDER BY m.message_id LIMIT $5) x" \
@@ -57,11 +57,11 @@ typedef struct PlanSpec
 	" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3," \
 	"  receive_count = m.receive_count + 1," \
 	"  first_received_at = coalesce(m.first_received_at, $1)" \
-	"  WHERE m.message_id = ANY (ARRAY(SELECT message_id FROM c WHERE receive_count < $8))" \
+	"  WHERE {S.m}m.message_id = ANY (ARRAY(SELECT message_id FROM c WHERE receive_count < $8))" \
 	"  RETURNING " MSG_COLUMNS ")," \
 	" gl AS (UPDATE {g} g SET available_at = $2, leased_upto = l.upto" \
 	"  FROM (SELECT message_group_id, max(message_id) AS upto FROM u GROUP BY 1) l" \
-	"  WHERE g.message_group_id = l.message_group_id)" \
+	"  WHERE {S.g}g.message_group_id = l.message_group_id)" \
 	" SELECT * FROM (SELECT u.*, false, c.ord FROM u JOIN c USING (message_id)" \
 	"  UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL," \
 	"   NULL, NULL, NULL, NULL, true, c.ord FROM c WHERE c.receive_count >= $8) z" \
@@ -79,16 +79,16 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"UPDATE {q} m SET visible_at = $2, receipt = $3,"
 		" receive_count = m.receive_count + 1,"
 		" first_received_at = coalesce(m.first_received_at, $1)"
-		" WHERE m.message_id = ANY (ARRAY("
-		"  SELECT message_id FROM {q}"
-		"  WHERE visible_at <= $1 AND sent_at > $4"
-		"  ORDER BY visible_at, message_id LIMIT $5"
+		" WHERE {S.m}m.message_id = ANY (ARRAY("
+		"  SELECT x.message_id FROM {q} x"
+		"  WHERE {S.x}x.visible_at <= $1 AND x.sent_at > $4"
+		"  ORDER BY x.visible_at, x.message_id LIMIT $5"
 		"  FOR UPDATE SKIP LOCKED))"
 		" RETURNING " MSG_COLUMNS,
 		5, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID}
 	},
 	[QP_DELETE] = {
-		"DELETE FROM {q} WHERE message_id = $1 AND receipt = $2",
+		"DELETE FROM {q} m WHERE {S.m}m.message_id = $1 AND m.receipt = $2",
 		2, {INT8OID, INT8OID}
 	},
 
@@ -98,8 +98,8 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * given for its id and fails the whole call on a mismatch.
 	 */
 	[QP_DELETE_BATCH] = {
-		"DELETE FROM {q} WHERE message_id = ANY ($1) AND receipt = ANY ($2)"
-		" RETURNING message_id, receipt, message_group_id",
+		"DELETE FROM {q} m WHERE {S.m}m.message_id = ANY ($1) AND m.receipt = ANY ($2)"
+		" RETURNING m.message_id, m.receipt, m.message_group_id",
 		2, {INT8ARRAYOID, INT8ARRAYOID}
 	},
 
@@ -109,19 +109,19 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * a stale receipt.
 	 */
 	[QP_CHANGE_VIS] = {
-		"UPDATE {q} SET visible_at = $3"
-		" WHERE message_id = $1 AND receipt = $2 AND visible_at > $4",
+		"UPDATE {q} m SET visible_at = $3"
+		" WHERE {S.m}m.message_id = $1 AND m.receipt = $2 AND m.visible_at > $4",
 		4, {INT8OID, INT8OID, TIMESTAMPTZOID, TIMESTAMPTZOID}
 	},
 	[QP_CHANGE_VIS_BATCH] = {
-		"UPDATE {q} SET visible_at = $3"
-		" WHERE message_id = ANY ($1) AND receipt = ANY ($2) AND visible_at > $4"
-		" RETURNING message_id, receipt, message_group_id",
+		"UPDATE {q} m SET visible_at = $3"
+		" WHERE {S.m}m.message_id = ANY ($1) AND m.receipt = ANY ($2) AND m.visible_at > $4"
+		" RETURNING m.message_id, m.receipt, m.message_group_id",
 		4, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
 	},
 
 	[QP_RECEIPTS_OF] = {
-		"SELECT message_id, receipt FROM {q} WHERE message_id = ANY ($1)",
+		"SELECT m.message_id, m.receipt FROM {q} m WHERE {S.m}m.message_id = ANY ($1)",
 		1, {INT8ARRAYOID}
 	},
 	/*
@@ -132,28 +132,28 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * or roll back.
 	 */
 	[QP_DEDUP_CLAIM] = {
-		"INSERT INTO {d} AS d (scope_key, deduplication_id, message_id, accepted_at)"
-		" SELECT u.k, u.d, u.id, $1"
+		"INSERT INTO {d} AS d ({Q,}scope_key, deduplication_id, message_id, accepted_at)"
+		" SELECT {Q$}u.k, u.d, u.id, $1"
 		" FROM unnest($3, $4, $5) AS u(k, d, id)"
-		" ON CONFLICT (scope_key, deduplication_id) DO UPDATE"
+		" ON CONFLICT ({Q,}scope_key, deduplication_id) DO UPDATE"
 		" SET message_id = excluded.message_id, accepted_at = excluded.accepted_at"
 		" WHERE d.accepted_at <= $2"
-		" RETURNING scope_key, deduplication_id, message_id",
+		" RETURNING d.scope_key, d.deduplication_id, d.message_id",
 		5, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTARRAYOID, TEXTARRAYOID, INT8ARRAYOID}
 	},
 	[QP_DEDUP_CLAIM_ONE] = {
-		"INSERT INTO {d} AS d (scope_key, deduplication_id, message_id, accepted_at)"
-		" VALUES ($3, $4, $5, $1)"
-		" ON CONFLICT (scope_key, deduplication_id) DO UPDATE"
+		"INSERT INTO {d} AS d ({Q,}scope_key, deduplication_id, message_id, accepted_at)"
+		" VALUES ({Q$}$3, $4, $5, $1)"
+		" ON CONFLICT ({Q,}scope_key, deduplication_id) DO UPDATE"
 		" SET message_id = excluded.message_id, accepted_at = excluded.accepted_at"
 		" WHERE d.accepted_at <= $2"
-		" RETURNING scope_key, deduplication_id, message_id",
+		" RETURNING d.scope_key, d.deduplication_id, d.message_id",
 		5, {TIMESTAMPTZOID, TIMESTAMPTZOID, TEXTOID, TEXTOID, INT8OID}
 	},
 	[QP_DEDUP_ORIGINALS] = {
 		"SELECT d.scope_key, d.deduplication_id, d.message_id FROM {d} d"
 		" JOIN unnest($1, $2) AS u(k, i)"
-		"  ON d.scope_key = u.k AND d.deduplication_id = u.i",
+		"  ON {Q.d}d.scope_key = u.k AND d.deduplication_id = u.i",
 		2, {TEXTARRAYOID, TEXTARRAYOID}
 	},
 
@@ -162,12 +162,12 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * first message it put there.
 	 */
 	[QP_GROUP_NEW] = {
-		"INSERT INTO {g} (message_group_id, head_seq, available_at)"
-		" SELECT * FROM unnest($1, $2, $3)",
+		"INSERT INTO {g} ({S,}message_group_id, head_seq, available_at)"
+		" SELECT {S$}u.gid, u.head, u.available_at FROM unnest($1, $2, $3) AS u(gid, head, available_at)",
 		3, {TEXTARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID}
 	},
 	[QP_GROUP_NEW_ONE] = {
-		"INSERT INTO {g} (message_group_id, head_seq, available_at) VALUES ($1, $2, $3)",
+		"INSERT INTO {g} ({S,}message_group_id, head_seq, available_at) VALUES ({S$}$1, $2, $3)",
 		3, {TEXTOID, INT8OID, TIMESTAMPTZOID}
 	},
 	/*
@@ -182,13 +182,13 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	[QP_GROUP_ADD_MOVED] = {
 		"WITH h AS (SELECT gg.gid, f.message_id, f.visible_at FROM unnest($1) AS gg(gid)"
 		"  CROSS JOIN LATERAL (SELECT m.message_id, m.visible_at FROM {q} m"
-		"   WHERE m.message_group_id = gg.gid ORDER BY m.message_id LIMIT 1) f),"
+		"   WHERE {S.m}m.message_group_id = gg.gid ORDER BY m.message_id LIMIT 1) f),"
 		" u AS (UPDATE {g} g SET head_seq = h.message_id FROM h"
-		"  WHERE g.message_group_id = h.gid AND h.message_id < g.head_seq)"
-		" INSERT INTO {g} (message_group_id, head_seq, available_at)"
-		" SELECT h.gid, h.message_id, h.visible_at FROM h"
-		" WHERE NOT EXISTS (SELECT FROM {g} x WHERE x.message_group_id = h.gid)"
-		" ON CONFLICT (message_group_id) DO NOTHING",
+		"  WHERE {S.g}g.message_group_id = h.gid AND h.message_id < g.head_seq)"
+		" INSERT INTO {g} ({S,}message_group_id, head_seq, available_at)"
+		" SELECT {S$}h.gid, h.message_id, h.visible_at FROM h"
+		" WHERE NOT EXISTS (SELECT FROM {g} x WHERE {S.x}x.message_group_id = h.gid)"
+		" ON CONFLICT ({S,}message_group_id) DO NOTHING",
 		1, {TEXTARRAYOID}
 	},
 
@@ -200,15 +200,15 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	[QP_GROUP_SET] = {
 		"UPDATE {g} g SET head_seq = u.head, available_at = u.available_at"
 		" FROM unnest($1, $2, $3) AS u(gid, head, available_at)"
-		" WHERE g.message_group_id = u.gid",
+		" WHERE {S.g}g.message_group_id = u.gid",
 		3, {TEXTARRAYOID, INT8ARRAYOID, TIMESTAMPTZARRAYOID}
 	},
 	[QP_GROUP_SET_ONE] = {
-		"UPDATE {g} SET head_seq = $2, available_at = $3 WHERE message_group_id = $1",
+		"UPDATE {g} g SET head_seq = $2, available_at = $3 WHERE {S.g}g.message_group_id = $1",
 		3, {TEXTOID, INT8OID, TIMESTAMPTZOID}
 	},
 	[QP_GROUP_DROP] = {
-		"DELETE FROM {g} WHERE message_group_id = ANY ($1)",
+		"DELETE FROM {g} g WHERE {S.g}g.message_group_id = ANY ($1)",
 		1, {TEXTARRAYOID}
 	},
 
@@ -241,26 +241,26 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	[QP_FIFO_RECEIVE] = {
 		"WITH c AS MATERIALIZED ("
 		"  SELECT x.message_id, g.message_group_id"
-		"  FROM (SELECT message_group_id, head_seq FROM {g} g"
-		"   WHERE available_at <= $1 AND message_group_id <> ALL ($7)"
+		"  FROM (SELECT g.message_group_id, g.head_seq FROM {g} g"
+		"   WHERE {S.g}g.available_at <= $1 AND g.message_group_id <> ALL ($7)"
 		"    AND ($6 IS NULL OR EXISTS (SELECT FROM {q} m"
-		"     WHERE m.message_group_id = g.message_group_id"
+		"     WHERE {S.m}m.message_group_id = g.message_group_id"
 		"      AND m.visible_at <= $1 AND m.sent_at > $4))"
-		"   ORDER BY head_seq LIMIT $6 FOR UPDATE SKIP LOCKED) g"
+		"   ORDER BY g.head_seq LIMIT $6 FOR UPDATE SKIP LOCKED) g"
 		"  CROSS JOIN LATERAL ("
 		"   SELECT m.message_id FROM {q} m"
-		"   WHERE m.message_group_id = g.message_group_id"
+		"   WHERE {S.m}m.message_group_id = g.message_group_id"
 		"    AND m.visible_at <= $1 AND m.sent_at > $4"
 		"   ORDER BY m.message_id LIMIT $5) x"
 		"  LIMIT $5),"
 		" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3,"
 		"  receive_count = m.receive_count + 1,"
 		"  first_received_at = coalesce(m.first_received_at, $1)"
-		"  WHERE m.message_id = ANY (ARRAY(SELECT message_id FROM c))"
+		"  WHERE {S.m}m.message_id = ANY (ARRAY(SELECT message_id FROM c))"
 		"  RETURNING " MSG_COLUMNS "),"
 		" gl AS (UPDATE {g} g SET available_at = $2, leased_upto = l.upto"
 		"  FROM (SELECT message_group_id, max(message_id) AS upto FROM u GROUP BY 1) l"
-		"  WHERE g.message_group_id = l.message_group_id)"
+		"  WHERE {S.g}g.message_group_id = l.message_group_id)"
 		" SELECT * FROM u",
 		7, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID,
 		INT4OID, TEXTARRAYOID}
@@ -268,20 +268,20 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 
 	/* Receive attempts: what an attempt returned, and whether it still holds. */
 	[QP_ATTEMPT_GET] = {
-		"SELECT nonce, message_ids, visible_ats FROM {a}"
-		" WHERE receive_attempt_id = $1 AND received_at > $2 FOR UPDATE",
+		"SELECT a.nonce, a.message_ids, a.visible_ats FROM {a} a"
+		" WHERE {Q.a}a.receive_attempt_id = $1 AND a.received_at > $2 FOR UPDATE",
 		2, {TEXTOID, TIMESTAMPTZOID}
 	},
 	[QP_ATTEMPT_MSGS] = {
-		"SELECT " MSG_COLUMNS " FROM {q}"
-		" WHERE message_id = ANY ($1) AND receipt = $2"
-		" ORDER BY array_position($1, message_id)",
+		"SELECT " MSG_COLUMNS " FROM {q} m"
+		" WHERE {S.m}m.message_id = ANY ($1) AND m.receipt = $2"
+		" ORDER BY array_position($1, m.message_id)",
 		2, {INT8ARRAYOID, INT8OID}
 	},
 	[QP_ATTEMPT_PUT] = {
-		"INSERT INTO {a} (receive_attempt_id, received_at, nonce, message_ids, visible_ats)"
-		" VALUES ($1, $2, $3, $4, $5)"
-		" ON CONFLICT (receive_attempt_id) DO UPDATE SET received_at = excluded.received_at,"
+		"INSERT INTO {a} ({Q,}receive_attempt_id, received_at, nonce, message_ids, visible_ats)"
+		" VALUES ({Q$}$1, $2, $3, $4, $5)"
+		" ON CONFLICT ({Q,}receive_attempt_id) DO UPDATE SET received_at = excluded.received_at,"
 		" nonce = excluded.nonce, message_ids = excluded.message_ids,"
 		" visible_ats = excluded.visible_ats",
 		5, {TEXTOID, TIMESTAMPTZOID, INT8OID, INT8ARRAYOID, TIMESTAMPTZARRAYOID}
@@ -294,13 +294,13 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 */
 	[QP_RECEIVE_DLQ] = {
 		"WITH c AS MATERIALIZED ("
-		"  SELECT message_id, receive_count, message_group_id FROM {q}"
-		"  WHERE visible_at <= $1 AND sent_at > $4 AND message_id <> ALL ($7)"
-		"  ORDER BY visible_at, message_id LIMIT $5 FOR UPDATE SKIP LOCKED),"
+		"  SELECT x.message_id, x.receive_count, x.message_group_id FROM {q} x"
+		"  WHERE {S.x}x.visible_at <= $1 AND x.sent_at > $4 AND x.message_id <> ALL ($7)"
+		"  ORDER BY x.visible_at, x.message_id LIMIT $5 FOR UPDATE SKIP LOCKED),"
 		" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3,"
 		"  receive_count = m.receive_count + 1,"
 		"  first_received_at = coalesce(m.first_received_at, $1)"
-		"  WHERE m.message_id = ANY (ARRAY(SELECT message_id FROM c WHERE receive_count < $6))"
+		"  WHERE {S.m}m.message_id = ANY (ARRAY(SELECT message_id FROM c WHERE receive_count < $6))"
 		"  RETURNING " MSG_COLUMNS ")"
 		" SELECT u.*, false FROM u"
 		" UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL,"
@@ -317,11 +317,11 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 */
 	[QP_FIFO_RECEIVE_DLQ] = {
 		"WITH g AS MATERIALIZED ("
-		"  SELECT message_group_id, head_seq FROM {g} g"
-		"  WHERE available_at <= $1 AND message_group_id <> ALL ($7)"
-		"   AND EXISTS (SELECT FROM {q} m WHERE m.message_group_id = g.message_group_id"
+		"  SELECT g.message_group_id, g.head_seq FROM {g} g"
+		"  WHERE {S.g}g.available_at <= $1 AND g.message_group_id <> ALL ($7)"
+		"   AND EXISTS (SELECT FROM {q} m WHERE {S.m}m.message_group_id = g.message_group_id"
 		"    AND m.visible_at <= $1 AND m.sent_at > $4 AND m.message_id <> ALL ($9))"
-		"  ORDER BY head_seq LIMIT $6 FOR UPDATE SKIP LOCKED),"
+		"  ORDER BY g.head_seq LIMIT $6 FOR UPDATE SKIP LOCKED),"
 		FIFO_DLQ_LEASE,
 		9, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID,
 		INT4OID, TEXTARRAYOID, INT4OID, INT8ARRAYOID}
@@ -335,9 +335,9 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 */
 	[QP_FIFO_RECEIVE_DLQ_MORE] = {
 		"WITH g AS MATERIALIZED ("
-		"  SELECT message_group_id, head_seq FROM {g}"
-		"  WHERE message_group_id = ANY ($7) AND $6 > 0"
-		"  ORDER BY head_seq FOR UPDATE),"
+		"  SELECT g.message_group_id, g.head_seq FROM {g} g"
+		"  WHERE {S.g}g.message_group_id = ANY ($7) AND $6 > 0"
+		"  ORDER BY g.head_seq FOR UPDATE),"
 		FIFO_DLQ_LEASE,
 		9, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID,
 		INT4OID, TEXTARRAYOID, INT4OID, INT8ARRAYOID}
@@ -349,19 +349,20 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * group, deduplication id, sent time and receive count; visible there
 	 * at once; where it came from and why go into its attributes under
 	 * "queue.dead_letter", and its source queue into source_queue_id.
+	 * $6: the dead-letter queue's store (shared layout).
 	 */
 	[QP_MOVE_TO_DLQ] = {
-		"WITH mv AS (DELETE FROM {q} WHERE message_id = ANY ($1) RETURNING *)"
-		" INSERT INTO {L} (message_id, visible_at, sent_at, sequence_number,"
+		"WITH mv AS (DELETE FROM {q} m WHERE {S.m}m.message_id = ANY ($1) RETURNING m.*)"
+		" INSERT INTO {L} ({L,}message_id, visible_at, sent_at, sequence_number,"
 		"  first_received_at, receive_count, message_group_id, deduplication_id,"
 		"  attributes, source_queue_id, body)"
-		" SELECT message_id, $2, sent_at, CASE WHEN $4 THEN message_id END,"
-		"  first_received_at, receive_count, message_group_id, deduplication_id,"
-		"  coalesce(attributes, '{}') || jsonb_build_object('queue.dead_letter',"
+		" SELECT {L$}mv.message_id, $2, mv.sent_at, CASE WHEN $4 THEN mv.message_id END,"
+		"  mv.first_received_at, mv.receive_count, mv.message_group_id, mv.deduplication_id,"
+		"  coalesce(mv.attributes, '{}') || jsonb_build_object('queue.dead_letter',"
 		"   jsonb_build_object('source_queue', $3::text, 'reason', 'max_receive_count',"
-		"    'receive_count', receive_count, 'moved_at', $2)),"
-		"  $5, body FROM mv ORDER BY message_id",
-		5, {INT8ARRAYOID, TIMESTAMPTZOID, TEXTOID, BOOLOID, INT8OID}
+		"    'receive_count', mv.receive_count, 'moved_at', $2)),"
+		"  $5, mv.body FROM mv ORDER BY mv.message_id",
+		6, {INT8ARRAYOID, TIMESTAMPTZOID, TEXTOID, BOOLOID, INT8OID, INT8OID}
 	},
 
 	/*
@@ -376,7 +377,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"  THEN greatest(m.visible_at, f.not_before) ELSE m.visible_at END,"
 		" first_received_at = coalesce(m.first_received_at, $4)"
 		" FROM unnest($1, $2, $3) AS f(id, n, not_before)"
-		" WHERE m.message_id = f.id"
+		" WHERE {S.m}m.message_id = f.id"
 		" RETURNING m.message_id, m.receive_count, m.message_group_id, m.visible_at",
 		4, {INT8ARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID, TIMESTAMPTZOID}
 	},
@@ -390,106 +391,257 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"UPDATE {q} m SET receive_count = m.receive_count + f.d,"
 		" visible_at = coalesce(f.v, m.visible_at)"
 		" FROM unnest($1, $2, $3) AS f(id, d, v)"
-		" WHERE m.message_id = f.id",
+		" WHERE {S.m}m.message_id = f.id",
 		3, {INT8ARRAYOID, INT4ARRAYOID, TIMESTAMPTZARRAYOID}
 	},
 	/* ... locking first the rows nobody holds (FIFO: groups, then rows) */
 	[QP_FAILED_LOCK] = {
-		"SELECT message_id FROM {q} WHERE message_id = ANY ($1)"
-		" ORDER BY message_id FOR UPDATE SKIP LOCKED",
+		"SELECT m.message_id FROM {q} m WHERE {S.m}m.message_id = ANY ($1)"
+		" ORDER BY m.message_id FOR UPDATE SKIP LOCKED",
 		1, {INT8ARRAYOID}
 	},
 	[QP_FAILED_LOCK_FIFO] = {
 		"SELECT m.message_id FROM {q} m"
-		" WHERE m.message_id = ANY ($1) AND m.message_group_id = ANY (ARRAY("
-		"  SELECT message_group_id FROM {g} WHERE message_group_id = ANY (ARRAY("
-		"   SELECT message_group_id FROM {q} WHERE message_id = ANY ($1)))"
-		"  ORDER BY message_group_id FOR UPDATE SKIP LOCKED))"
+		" WHERE {S.m}m.message_id = ANY ($1) AND m.message_group_id = ANY (ARRAY("
+		"  SELECT g.message_group_id FROM {g} g WHERE {S.g}g.message_group_id = ANY (ARRAY("
+		"   SELECT y.message_group_id FROM {q} y WHERE {S.y}y.message_id = ANY ($1)))"
+		"  ORDER BY g.message_group_id FOR UPDATE SKIP LOCKED))"
 		" ORDER BY m.message_id FOR UPDATE SKIP LOCKED",
 		1, {INT8ARRAYOID}
 	},
 	[QP_FAILED_EXISTING] = {
-		"SELECT message_id FROM {q} WHERE message_id = ANY ($1)",
+		"SELECT m.message_id FROM {q} m WHERE {S.m}m.message_id = ANY ($1)",
 		1, {INT8ARRAYOID}
 	},
 	[QP_NEXT_VISIBLE] = {
-		"SELECT visible_at FROM {q} WHERE visible_at > $1"
-		" ORDER BY visible_at LIMIT 1",
+		"SELECT m.visible_at FROM {q} m WHERE {S.m}m.visible_at > $1"
+		" ORDER BY m.visible_at LIMIT 1",
 		1, {TIMESTAMPTZOID}
 	},
 	/* ... on a FIFO queue, when the next group opens (one row per group) */
 	[QP_NEXT_AVAILABLE_FIFO] = {
-		"SELECT min(available_at) FROM {g} WHERE available_at > $1",
+		"SELECT min(g.available_at) FROM {g} g WHERE {S.g}g.available_at > $1",
 		1, {TIMESTAMPTZOID}
 	},
 	[QP_PEEK_FIFO] = {
-		"SELECT " MSG_COLUMNS " FROM {q} WHERE sent_at > $1"
-		" ORDER BY message_id LIMIT $2",
+		"SELECT " MSG_COLUMNS " FROM {q} m WHERE {S.m}m.sent_at > $1"
+		" ORDER BY m.message_id LIMIT $2",
 		2, {TIMESTAMPTZOID, INT4OID}
 	},
 	[QP_PEEK] = {
-		"SELECT " MSG_COLUMNS " FROM {q} WHERE sent_at > $1"
-		" ORDER BY visible_at, message_id LIMIT $2",
+		"SELECT " MSG_COLUMNS " FROM {q} m WHERE {S.m}m.sent_at > $1"
+		" ORDER BY m.visible_at, m.message_id LIMIT $2",
 		2, {TIMESTAMPTZOID, INT4OID}
 	},
 };
 
 /*
- * The text of a statement for one queue: each {x} becomes the queue's
- * table queue_data.x<id>, and {L} its dead-letter queue's message table.
- * Only numeric ids ever enter the text.
+ * The shared layout's tables (DESIGN.md "Storage"), keyed by store id
+ * (messages and groups) or queue id (deduplication ids and receive
+ * attempts) first.
+ */
+const char *
+queue_shared_table(char kind, bool fifo)
+{
+	switch (kind)
+	{
+		case 'q':
+			return fifo ? "queue_data.fifo_messages" : "queue_data.messages";
+		case 'g':
+			return "queue_data.groups";
+		case 'd':
+			return "queue_data.dedup_ids";
+		case 'a':
+			return "queue_data.receive_attempts";
+	}
+	elog(ERROR, "unknown queue table kind %c", kind);
+	return NULL;
+}
+
+/*
+ * The text of a statement for one layout.  Placeholders:
+ *   {q} {g} {d} {a}  the queue's tables: queue_data.<kind><id> when the
+ *                    queue is dedicated, else the shared tables;
+ *   {L}              the dead-letter queue's message table;
+ *   {S.x} / {Q.x}    "x.store_id = $S AND " / "x.queue_id = $Q AND " when
+ *                    shared, nothing when dedicated;
+ *   {S,} {Q,} {L,}   the key column and a comma, for an insert's list;
+ *   {S$} {Q$} {L$}   the key's parameter and a comma, for its values.
+ * $S and $Q are the two parameters after the statement's own (queue_exec
+ * binds them), and {L$} is $6 (QP_MOVE_TO_DLQ's).  Only numeric ids ever
+ * enter the text.
  */
 static char *
-plan_text(const char *tmpl, int64 queue_id, int64 dlq_id)
+plan_text(const PlanSpec *spec, const QueueMeta *q, bool dlq_shared, bool dlq_fifo)
 {
 	StringInfoData buf;
+	int			s_param = spec->nargs + 1;
+	int			q_param = spec->nargs + 2;
 
 	initStringInfo(&buf);
-	for (const char *p = tmpl; *p; p++)
+	for (const char *p = spec->sql; *p; p++)
 	{
-		if (p[0] == '{' && p[1] != '\0' && p[2] == '}' && strchr("qdgaL", p[1]))
+		const char *close;
+		char		what;
+
+		if (p[0] != '{' || (close = strchr(p, '}')) == NULL || close - p > 4)
 		{
-			if (p[1] == 'L')
-				appendStringInfo(&buf, "queue_data.q" INT64_FORMAT, dlq_id);
+			appendStringInfoChar(&buf, *p);
+			continue;
+		}
+		what = p[1];
+		if (close - p == 2)		/* {x}: a table */
+		{
+			if (what == 'L')
+			{
+				if (dlq_shared)
+					appendStringInfoString(&buf, queue_shared_table('q', dlq_fifo));
+				else
+					appendStringInfo(&buf, "queue_data.q" INT64_FORMAT, q->dlq_id);
+			}
+			else if (q->shared)
+				appendStringInfoString(&buf, queue_shared_table(what, q->fifo));
 			else
-				appendStringInfo(&buf, "queue_data.%c" INT64_FORMAT, p[1], queue_id);
-			p += 2;
+				appendStringInfo(&buf, "queue_data.%c" INT64_FORMAT, what, q->id);
+		}
+		else if (p[2] == '.')	/* {S.x}: the key condition on alias x */
+		{
+			if (q->shared)
+				appendStringInfo(&buf, "%.*s.%s = $%d AND ", (int) (close - p - 3), p + 3,
+								 what == 'S' ? "store_id" : "queue_id",
+								 what == 'S' ? s_param : q_param);
+		}
+		else if (p[2] == ',')	/* {S,}: the key column */
+		{
+			if (what == 'L' ? dlq_shared : q->shared)
+				appendStringInfoString(&buf, what == 'Q' ? "queue_id, " : "store_id, ");
+		}
+		else if (p[2] == '$')	/* {S$}: the key's value */
+		{
+			if (what == 'L')
+			{
+				if (dlq_shared)
+					appendStringInfoString(&buf, "$6, ");
+			}
+			else if (q->shared)
+				appendStringInfo(&buf, "$%d, ", what == 'S' ? s_param : q_param);
 		}
 		else
-			appendStringInfoChar(&buf, *p);
+			elog(ERROR, "bad plan placeholder in \"%s\"", spec->sql);
+		p = close;
 	}
 	return buf.data;
 }
 
 /*
- * The kept plan of one statement of a queue, prepared on first use.
- *
- * Plans are generic: the plan cache would otherwise keep re-planning with
- * each call's values whenever it estimates the generic plan dearer (it
- * does for the LIMIT $n statements), which costs more than the statement.
- * Every statement here is written so its generic plan walks an index.
+ * The plans of shared queues: one per statement kind and message table
+ * (standard, FIFO), whatever the number of queues.
  */
-SPIPlanPtr
-queue_plan(QueueMeta *q, QueuePlanKind kind)
+static SPIPlanPtr shared_plans[2][QP_NUM_PLANS];
+
+static SPIPlanPtr
+prepare_plan(QueuePlanKind kind, const QueueMeta *q, bool dlq_shared, bool dlq_fifo)
 {
 	const PlanSpec *spec = &plan_specs[kind];
+	Oid			types[11];
+	int			nargs = spec->nargs;
 	char	   *sql;
 	SPIPlanPtr	plan;
 
-	if (q->plans[kind] != NULL)
-		return q->plans[kind];
-
-	sql = plan_text(spec->sql, q->id, q->dlq_id);
-	plan = SPI_prepare_cursor(sql, spec->nargs, (Oid *) spec->argtypes,
-							  CURSOR_OPT_GENERIC_PLAN);
+	memcpy(types, spec->argtypes, nargs * sizeof(Oid));
+	if (q->shared)
+	{
+		types[nargs++] = INT8OID;
+		types[nargs++] = INT8OID;
+	}
+	sql = plan_text(spec, q, dlq_shared, dlq_fifo);
+	plan = SPI_prepare_cursor(sql, nargs, types, CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
 			 sql, SPI_result_code_string(SPI_result));
 	if (SPI_keepplan(plan) != 0)
 		elog(ERROR, "SPI_keepplan failed");
 	pfree(sql);
-	q->plans[kind] = plan;
 	return plan;
+}
+
+/*
+ * The kept plan of one statement of a queue, prepared on first use: per
+ * queue for a dedicated queue (its own tables), per kind for a shared one.
+ *
+ * Plans are generic: the plan cache would otherwise keep re-planning with
+ * each call's values whenever it estimates the generic plan dearer (it
+ * does for the LIMIT $n statements), which costs more than the statement.
+ * Every statement here is written so its generic plan walks an index.
+ *
+ * The dead-letter move names two queues' tables, so it is kept per queue
+ * in either layout.
+ */
+SPIPlanPtr
+queue_plan(QueueMeta *q, QueuePlanKind kind)
+{
+	SPIPlanPtr *slot;
+
+	if (kind == QP_MOVE_TO_DLQ || !q->shared)
+		slot = &q->plans[kind];
+	else
+		slot = &shared_plans[q->fifo ? 1 : 0][kind];
+	if (*slot == NULL)
+		*slot = prepare_plan(kind, q, q->dlq_shared, q->dlq_fifo);
+	return *slot;
+}
+
+/*
+ * The arguments of a statement of q, with the layout's keys after the
+ * statement's own (plan_text's $S and $Q).
+ */
+static void
+plan_args(QueueMeta *q, QueuePlanKind kind, const Datum *args, const char *nulls,
+		  Datum *all, char *allnulls)
+{
+	int			n = plan_specs[kind].nargs;
+
+	memcpy(all, args, n * sizeof(Datum));
+	if (nulls)
+		memcpy(allnulls, nulls, n);
+	else
+		memset(allnulls, ' ', n);
+	all[n] = Int64GetDatum(q->store_id);
+	all[n + 1] = Int64GetDatum(q->id);
+	allnulls[n] = allnulls[n + 1] = ' ';
+	allnulls[n + 2] = '\0';
+}
+
+/* SPI_execute_plan of a statement of q. */
+int
+queue_exec(QueueMeta *q, QueuePlanKind kind, const Datum *args, const char *nulls,
+		   bool read_only, long count)
+{
+	Datum		all[11];
+	char		allnulls[12];
+	SPIPlanPtr	plan = queue_plan(q, kind);
+
+	if (!q->shared)
+		return SPI_execute_plan(plan, (Datum *) args, nulls, read_only, count);
+	plan_args(q, kind, args, nulls, all, allnulls);
+	return SPI_execute_plan(plan, all, allnulls, read_only, count);
+}
+
+/* SPI_execute_snapshot of a statement of q. */
+int
+queue_exec_snapshot(QueueMeta *q, QueuePlanKind kind, const Datum *args,
+					const char *nulls, Snapshot snapshot, bool read_only, long count)
+{
+	Datum		all[11];
+	char		allnulls[12];
+	SPIPlanPtr	plan = queue_plan(q, kind);
+
+	if (!q->shared)
+		return SPI_execute_snapshot(plan, (Datum *) args, nulls, snapshot,
+									InvalidSnapshot, read_only, false, count);
+	plan_args(q, kind, args, nulls, all, allnulls);
+	return SPI_execute_snapshot(plan, all, allnulls, snapshot, InvalidSnapshot,
+								read_only, false, count);
 }
 
 /*

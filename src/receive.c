@@ -228,7 +228,7 @@ replay_attempt(ReturnSetInfo *rsinfo, QueueMeta *q, text *attempt,
 
 	args[0] = PointerGetDatum(attempt);
 	args[1] = TimestampTzGetDatum(now - RECEIVE_ATTEMPT_WINDOW);
-	rc = SPI_execute_plan(queue_plan(q, QP_ATTEMPT_GET), args, NULL, false, 1);
+	rc = queue_exec(q, QP_ATTEMPT_GET, args, NULL, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "receive attempt lookup failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
@@ -241,7 +241,7 @@ replay_attempt(ReturnSetInfo *rsinfo, QueueMeta *q, text *attempt,
 
 	args[0] = ids;
 	args[1] = Int64GetDatum((int64) nonce);
-	rc = SPI_execute_plan(queue_plan(q, QP_ATTEMPT_MSGS), args, NULL, false, 0);
+	rc = queue_exec(q, QP_ATTEMPT_MSGS, args, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "receive attempt replay failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed != (uint64) nvis)
@@ -289,7 +289,7 @@ record_attempt(QueueMeta *q, text *attempt, TimestampTz now, uint64 nonce,
 	args[3] = queue_int8_array(got->n, got->ids);
 	args[4] = PointerGetDatum(construct_array(got->visible_ats, got->n, TIMESTAMPTZOID, 8,
 											  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	rc = SPI_execute_plan(queue_plan(q, QP_ATTEMPT_PUT), args, NULL, false, 0);
+	rc = queue_exec(q, QP_ATTEMPT_PUT, args, NULL, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "recording receive attempt failed: %s", SPI_result_code_string(rc));
 }
@@ -392,7 +392,7 @@ settle_rolled_back(QueueMeta *q, SPITupleTable *tt, TimestampTz now,
 														 TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL,
 														 TYPALIGN_DOUBLE));
 		}
-		rc = SPI_execute_plan(queue_plan(q, QP_RECEIVE_FIXUP), args, NULL, false, 0);
+		rc = queue_exec(q, QP_RECEIVE_FIXUP, args, NULL, false, 0);
 		if (rc != SPI_OK_UPDATE)
 			elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
 	}
@@ -458,7 +458,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 		args[5] = Int32GetDatum(q->max_receive_count);
 		args[6] = queue_int8_array(got->n, got->ids);
 	}
-	rc = SPI_execute_plan(queue_plan(q, kind), args, nulls, false, 0);
+	rc = queue_exec(q, kind, args, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE_RETURNING && rc != SPI_OK_SELECT)
 		elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
 	tt = SPI_tuptable;
@@ -765,8 +765,7 @@ queue_peek(PG_FUNCTION_ARGS)
 	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_MANAGE);
 	args[0] = TimestampTzGetDatum(GetCurrentTimestamp() - q->retention);
 	args[1] = Int32GetDatum(max_messages);
-	rc = SPI_execute_plan(queue_plan(q, q->fifo ? QP_PEEK_FIFO : QP_PEEK),
-						  args, NULL, true, 0);
+	rc = queue_exec(q, q->fifo ? QP_PEEK_FIFO : QP_PEEK, args, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "queue peek failed: %s", SPI_result_code_string(rc));
 	emit_messages(rsinfo, q, SPI_tuptable, SPI_processed, false, 0, NULL, NULL);

@@ -134,7 +134,7 @@ check_misses(QueueMeta *q, ReceiptBatch *b, bool visibility)
 		return;
 	arg = PointerGetDatum(construct_array(missing, nmissing, INT8OID, 8,
 										  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-	rc = SPI_execute_plan(queue_plan(q, QP_RECEIPTS_OF), &arg, NULL, false, 0);
+	rc = queue_exec(q, QP_RECEIPTS_OF, &arg, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "queue receipt check failed: %s", SPI_result_code_string(rc));
 	for (uint64 r = 0; r < SPI_processed; r++)
@@ -193,7 +193,7 @@ settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b,
 	args[1] = queue_int8_array(b->n, (int64 *) b->nonces);
 	args[2] = TimestampTzGetDatum(visible_at);
 	args[3] = TimestampTzGetDatum(now);
-	rc = SPI_execute_plan(queue_plan(q, kind), args, NULL, false, 0);
+	rc = queue_exec(q, kind, args, NULL, false, 0);
 	if (rc != SPI_OK_DELETE_RETURNING && rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "queue batch failed: %s", SPI_result_code_string(rc));
 	ndone = (int) SPI_processed;
@@ -249,7 +249,7 @@ queue_delete(PG_FUNCTION_ARGS)
 
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum((int64) nonce);
-	rc = SPI_execute_plan(queue_plan(q, QP_DELETE), args, NULL, false, 0);
+	rc = queue_exec(q, QP_DELETE, args, NULL, false, 0);
 	if (rc != SPI_OK_DELETE)
 		elog(ERROR, "queue delete failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 1)
@@ -347,7 +347,7 @@ queue_change_visibility(PG_FUNCTION_ARGS)
 	args[1] = Int64GetDatum((int64) nonce);
 	args[2] = TimestampTzGetDatum(visible_at);
 	args[3] = TimestampTzGetDatum(now);
-	rc = SPI_execute_plan(queue_plan(q, QP_CHANGE_VIS), args, NULL, false, 0);
+	rc = queue_exec(q, QP_CHANGE_VIS, args, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "queue change_visibility failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)

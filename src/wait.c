@@ -173,8 +173,7 @@ next_visible_at(QueueMeta *q, TimestampTz now)
 	int			rc;
 	TimestampTz next;
 
-	rc = SPI_execute_plan(queue_plan(q, q->fifo ? QP_NEXT_AVAILABLE_FIFO : QP_NEXT_VISIBLE),
-						  &arg, NULL, false, 1);
+	rc = queue_exec(q, q->fifo ? QP_NEXT_AVAILABLE_FIFO : QP_NEXT_VISIBLE, &arg, NULL, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "queue wait failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
