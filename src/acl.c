@@ -57,6 +57,7 @@
 PG_FUNCTION_INFO_V1(queue_admin_call);
 PG_FUNCTION_INFO_V1(queue_holds_sql);
 PG_FUNCTION_INFO_V1(queue_caller_search_path_sql);
+PG_FUNCTION_INFO_V1(queue_holds_shared_sql);
 
 static const char *const priv_names[] = {"send", "receive", "manage"};
 
@@ -144,6 +145,116 @@ queue_role_holds(Oid relid, Oid role, AclMode mode)
 	return pg_class_aclmask(relid, role, mode, ACLMASK_ANY) != 0;
 }
 
+/*
+ * The same rule for a shared queue, whose owner and grantees (InvalidOid:
+ * PUBLIC) for one privilege are its registry row's (DESIGN.md "Storage").
+ */
+bool
+queue_role_holds_shared(Oid role, Oid owner, const Oid *grantees, int n)
+{
+	if (superuser_arg(role))
+		return true;
+	if (OidIsValid(owner) && (role == owner || has_privs_of_role(role, owner)))
+		return true;
+	for (int i = 0; i < n; i++)
+		if (!OidIsValid(grantees[i]) || role == grantees[i] ||
+			has_privs_of_role(role, grantees[i]))
+			return true;
+	return false;
+}
+
+/*
+ * Whether role holds priv (any privilege, if any) on the shared queue
+ * queue_id, from its registry row, read as the tables' owner.  False for a
+ * queue that is not there or not shared.
+ */
+bool
+queue_holds_by_id(int64 queue_id, Oid role, QueuePriv priv, bool any)
+{
+	static SPIPlanPtr plan = NULL;
+	QueueCall	call;
+	Datum		arg = Int64GetDatum(queue_id);
+	bool		holds = false;
+	int			rc;
+
+	if (superuser_arg(role))
+		return true;
+	queue_enter(&call);
+	SPI_connect();
+	if (plan == NULL)
+	{
+		Oid			types[1] = {INT8OID};
+
+		plan = SPI_prepare("SELECT owner::pg_catalog.oid, send_roles::pg_catalog.oid[],"
+						   " receive_roles::pg_catalog.oid[], manage_roles::pg_catalog.oid[]"
+						   " FROM queue._queues WHERE queue_id = $1 AND NOT dedicated",
+						   1, types);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(plan);
+	}
+	rc = SPI_execute_plan(plan, &arg, NULL, true, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "queue grants lookup failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 1)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[0];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Oid			owner = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+
+		if (isnull)
+			owner = InvalidOid;
+		for (int p = 0; p < QPRIV_NUM && !holds; p++)
+		{
+			Datum		d;
+			Datum	   *elems = NULL;
+			bool	   *enulls = NULL;
+			int			n = 0;
+			Oid		   *grantees;
+
+			if (!any && p != (int) priv)
+				continue;
+			d = SPI_getbinval(tup, desc, p + 2, &isnull);
+			if (!isnull)
+				deconstruct_array(DatumGetArrayTypeP(d), OIDOID, sizeof(Oid), true,
+								  TYPALIGN_INT, &elems, &enulls, &n);
+			grantees = palloc(Max(n, 1) * sizeof(Oid));
+			for (int i = 0; i < n; i++)
+				grantees[i] = enulls[i] ? InvalidOid : DatumGetObjectId(elems[i]);
+			holds = queue_role_holds_shared(role, owner, grantees, n);
+		}
+	}
+	SPI_finish();
+	queue_leave(&call);
+	return holds;
+}
+
+/*
+ * queue._holds_shared(role, owner, grantees): the rule above, for
+ * queue._may (PL/pgSQL).  Not granted to PUBLIC.
+ */
+Datum
+queue_holds_shared_sql(PG_FUNCTION_ARGS)
+{
+	Oid			role = PG_ARGISNULL(0) ? InvalidOid : PG_GETARG_OID(0);
+	Oid			owner = PG_ARGISNULL(1) ? InvalidOid : PG_GETARG_OID(1);
+	Datum	   *elems = NULL;
+	bool	   *enulls = NULL;
+	Oid		   *grantees;
+	int			n = 0;
+
+	if (!OidIsValid(role))
+		PG_RETURN_BOOL(false);
+	if (!PG_ARGISNULL(2))
+		deconstruct_array(PG_GETARG_ARRAYTYPE_P(2), REGROLEOID, sizeof(Oid), true,
+						  TYPALIGN_INT, &elems, &enulls, &n);
+	grantees = palloc(Max(n, 1) * sizeof(Oid));
+	for (int i = 0; i < n; i++)
+		grantees[i] = enulls[i] ? InvalidOid : DatumGetObjectId(elems[i]);
+	PG_RETURN_BOOL(queue_role_holds_shared(role, owner, grantees, n));
+}
+
 /* The table privilege that stands for a queue privilege. */
 AclMode
 queue_priv_mode(QueuePriv priv)
@@ -162,11 +273,20 @@ queue_priv_mode(QueuePriv priv)
 	return 0;					/* keep the compiler quiet */
 }
 
+/* Whether role holds priv on q, in either layout. */
+bool
+queue_meta_role_holds(QueueMeta *q, Oid role, QueuePriv priv)
+{
+	if (q->shared)
+		return queue_role_holds_shared(role, q->owner, q->grantees[priv], q->ngrantees[priv]);
+	return queue_role_holds(q->relid, role, queue_priv_mode(priv));
+}
+
 /* 42501 unless caller holds priv on q. */
 void
 queue_check_privilege(QueueMeta *q, Oid caller, QueuePriv priv)
 {
-	if (queue_role_holds(q->relid, caller, queue_priv_mode(priv)))
+	if (queue_meta_role_holds(q, caller, priv))
 		return;
 	ereport(ERROR,
 			(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
@@ -188,9 +308,13 @@ queue_holds_sql(PG_FUNCTION_ARGS)
 
 	for (int i = 0; i < QPRIV_NUM; i++)
 		if (strcmp(p, priv_names[i]) == 0)
-			PG_RETURN_BOOL(OidIsValid(relid) &&
-						   queue_role_holds(relid, PG_GETARG_OID(1),
+		{
+			if (!OidIsValid(relid))
+				PG_RETURN_BOOL(queue_holds_by_id(PG_GETARG_INT64(0), PG_GETARG_OID(1),
+												 (QueuePriv) i, false));
+			PG_RETURN_BOOL(queue_role_holds(relid, PG_GETARG_OID(1),
 											queue_priv_mode((QueuePriv) i)));
+		}
 	elog(ERROR, "unknown queue privilege \"%s\"", p);
 	PG_RETURN_BOOL(false);
 }

@@ -21,6 +21,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
+#include "storage/lock.h"
 #include "storage/sinval.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
@@ -34,6 +35,7 @@
 
 PG_FUNCTION_INFO_V1(queue_check_name_sql);
 PG_FUNCTION_INFO_V1(queue_invalidate_sql);
+PG_FUNCTION_INFO_V1(queue_lock_queue_sql);
 
 typedef struct CacheEntry
 {
@@ -54,7 +56,9 @@ int			queue_plan_cache_queues = 0;
 static uint64 use_tick = 0;
 
 static HTAB *queue_cache = NULL;
+static QueueMeta *lookup_once(text *name, bool missing_ok);
 static SPIPlanPtr lookup_plan = NULL;
+static SPIPlanPtr grants_plan = NULL;
 
 /*
  * Bumped by every invalidation we hear of.  A lookup whose registry read
@@ -174,6 +178,40 @@ queue_data_relid(const char *name)
 	return get_relname_relid(name, nsp);
 }
 
+/* The OID of a shared table (queue_shared_table), or InvalidOid. */
+Oid
+queue_shared_relid(char kind, bool fifo)
+{
+	return queue_data_relid(queue_shared_table(kind, fifo) + strlen("queue_data."));
+}
+
+/*
+ * The lock of a shared queue: every API call and sweep holds it in
+ * AccessShareLock to the end of its transaction; a move, purge or drop of
+ * the queue takes it in AccessExclusiveLock, waits for them, and makes
+ * later ones wait and then read the registry again (queue_lookup).  A
+ * shared queue has no relation to lock, so the tag is a relation lock's
+ * (taken by the fast path, as a table's AccessShareLock is) on an OID
+ * counted down from the top of the OID space, where no relation's is
+ * until the OID counter has gone round nearly once.
+ */
+void
+queue_lock_queue(int64 queue_id, LOCKMODE mode)
+{
+	LOCKTAG		tag;
+
+	SET_LOCKTAG_RELATION(tag, MyDatabaseId, (Oid) (PG_UINT32_MAX - (uint32) queue_id));
+	(void) LockAcquire(&tag, mode, false, false);
+}
+
+/* queue._lock_queue(queue_id): for move, purge and drop (PL/pgSQL). */
+Datum
+queue_lock_queue_sql(PG_FUNCTION_ARGS)
+{
+	queue_lock_queue(PG_GETARG_INT64(0), AccessExclusiveLock);
+	PG_RETURN_VOID();
+}
+
 /*
  * The OID of one of a queue's tables, queue_data.<kind><queue_id> (kind q:
  * messages, d: deduplication ids, a: receive attempts, g: FIFO groups), or
@@ -186,6 +224,83 @@ queue_table_relid(int64 queue_id, char kind)
 
 	snprintf(relname, sizeof(relname), "%c" INT64_FORMAT, kind, queue_id);
 	return queue_data_relid(relname);
+}
+
+/* The elements of an oid[] datum, copied into CacheMemoryContext. */
+static int
+oid_array(Datum d, bool isnull, Oid **out)
+{
+	ArrayType  *arr;
+	Datum	   *elems;
+	bool	   *enulls;
+	int			n;
+
+	*out = NULL;
+	if (isnull)
+		return 0;
+	arr = DatumGetArrayTypeP(d);
+	deconstruct_array(arr, OIDOID, sizeof(Oid), true, TYPALIGN_INT, &elems, &enulls, &n);
+	if (n == 0)
+		return 0;
+	*out = MemoryContextAlloc(CacheMemoryContext, n * sizeof(Oid));
+	for (int i = 0; i < n; i++)
+		(*out)[i] = enulls[i] ? InvalidOid : DatumGetObjectId(elems[i]);
+	return n;
+}
+
+/* A shared queue's owner and grants (1.4's columns: only shared queues have them). */
+static void
+load_grants(CacheEntry *e)
+{
+	Datum		arg = Int64GetDatum(e->meta.id);
+	HeapTuple	tup;
+	TupleDesc	desc;
+	bool		isnull;
+	int			rc;
+
+	if (grants_plan == NULL)
+	{
+		Oid			argtypes[1] = {INT8OID};
+		SPIPlanPtr	plan;
+
+		plan = SPI_prepare("SELECT owner::pg_catalog.oid, send_roles::pg_catalog.oid[],"
+						   " receive_roles::pg_catalog.oid[], manage_roles::pg_catalog.oid[]"
+						   " FROM queue._queues WHERE queue_id = $1", 1, argtypes);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(plan);
+		grants_plan = plan;
+	}
+	rc = SPI_execute_snapshot(grants_plan, &arg, NULL, GetLatestSnapshot(),
+							  InvalidSnapshot, true, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "queue grants lookup failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 0)
+		return;
+	tup = SPI_tuptable->vals[0];
+	desc = SPI_tuptable->tupdesc;
+	e->meta.owner = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	if (isnull)
+		e->meta.owner = InvalidOid;
+	for (int p = 0; p < 3; p++)
+	{
+		Datum		d = SPI_getbinval(tup, desc, p + 2, &isnull);
+
+		e->meta.ngrantees[p] = oid_array(d, isnull, &e->meta.grantees[p]);
+	}
+}
+
+/* Free what an entry holds besides itself, before it is rebuilt or removed. */
+static void
+free_entry(CacheEntry *e)
+{
+	for (int p = 0; p < 3; p++)
+	{
+		if (e->meta.grantees[p] != NULL)
+			pfree(e->meta.grantees[p]);
+		e->meta.grantees[p] = NULL;
+		e->meta.ngrantees[p] = 0;
+	}
 }
 
 /* Read one queue's registry row into e; false if there is none. */
@@ -277,6 +392,8 @@ load_entry(CacheEntry *e, text *name)
 	e->meta.retry_delay = interval_usecs(SPI_getbinval(tup, desc, 14, &isnull));
 	e->meta.dlq_shared = DatumGetBool(SPI_getbinval(tup, desc, 17, &isnull)) && !isnull;
 	e->meta.dlq_fifo = DatumGetBool(SPI_getbinval(tup, desc, 18, &isnull)) && !isnull;
+	if (e->meta.shared)
+		load_grants(e);
 	e->meta.group_relid = InvalidOid;
 	e->meta.group_pkey = InvalidOid;
 	e->meta.msg_group_idx = InvalidOid;
@@ -337,9 +454,32 @@ queue_lookup(text *name)
 	return queue_lookup_extended(name, false);
 }
 
-/* queue_lookup, or NULL for a queue that does not exist if missing_ok. */
+/*
+ * queue_lookup, or NULL for a queue that does not exist if missing_ok.
+ * A shared queue is locked (queue_lock_queue) before it is returned, and
+ * looked up again when an invalidation came in meanwhile: a move, purge
+ * or drop that held the lock has committed, and the entry may be stale.
+ */
 QueueMeta *
 queue_lookup_extended(text *name, bool missing_ok)
+{
+	for (int tries = 0;; tries++)
+	{
+		QueueMeta  *q = lookup_once(name, missing_ok);
+		uint64		before;
+
+		if (q == NULL || !q->shared)
+			return q;
+		before = inval_count;
+		queue_lock_queue(q->id, AccessShareLock);
+		AcceptInvalidationMessages();
+		if (inval_count == before || tries >= 10)
+			return q;
+	}
+}
+
+static QueueMeta *
+lookup_once(text *name, bool missing_ok)
 {
 	char		key[QUEUE_NAME_MAX + 1];
 	int			len;
@@ -373,13 +513,20 @@ queue_lookup_extended(text *name, bool missing_ok)
 		return &e->meta;
 	}
 	if (found)
+	{
 		queue_release_plans(&e->meta);
+		free_entry(e);
+	}
 	memset(&e->meta.plans, 0, sizeof(e->meta.plans));
+	memset(&e->meta.grantees, 0, sizeof(e->meta.grantees));
+	memset(&e->meta.ngrantees, 0, sizeof(e->meta.ngrantees));
+	e->meta.owner = InvalidOid;
 	e->valid = false;
 
 	count_before = inval_count;
 	if (!load_entry(e, name))
 	{
+		free_entry(e);
 		hash_search(queue_cache, key, HASH_REMOVE, NULL);
 		if (missing_ok)
 			return NULL;

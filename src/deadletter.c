@@ -124,13 +124,15 @@ queue_dead_letter_sweep(QueueMeta *q, TimestampTz since, TimestampTz now)
 		 * locked, so receives never skip them for the worker's sake.
 		 */
 		rc = SPI_execute_with_args(psprintf(
-			"SELECT g.message_group_id FROM queue_data.g" INT64_FORMAT " g"
-			" WHERE g.available_at > $1 AND g.available_at <= $2"
-			" AND EXISTS (SELECT FROM queue_data.q" INT64_FORMAT " m"
-			"  WHERE m.message_group_id = g.message_group_id"
+			"SELECT g.message_group_id FROM %s g"
+			" WHERE %sg.available_at > $1 AND g.available_at <= $2"
+			" AND EXISTS (SELECT FROM %s m"
+			"  WHERE %sm.message_group_id = g.message_group_id"
 			"  AND m.message_id <= g.leased_upto AND m.receive_count >= $3"
 			"  AND m.visible_at <= $2 AND m.sent_at > $5)"
-			" ORDER BY 1 LIMIT 1000 FOR UPDATE SKIP LOCKED", q->id, q->id),
+			" ORDER BY 1 LIMIT 1000 FOR UPDATE SKIP LOCKED",
+			queue_table_name(q, 'g'), queue_key_cond(q, 'g', "g"),
+			queue_table_name(q, 'q'), queue_key_cond(q, 'q', "m")),
 								   5, types, values, NULL, false, 0);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "dead-letter sweep failed: %s", SPI_result_code_string(rc));
@@ -143,16 +145,18 @@ queue_dead_letter_sweep(QueueMeta *q, TimestampTz since, TimestampTz now)
 			return 0;
 		values[3] = queue_text_array(n, groups, NULL);
 		rc = SPI_execute_with_args(psprintf(
-			"SELECT message_id, message_group_id FROM queue_data.q" INT64_FORMAT
-			" WHERE message_group_id = ANY ($4) AND visible_at <= $2"
-			" AND receive_count >= $3 AND sent_at > $5 ORDER BY message_id", q->id),
+			"SELECT message_id, message_group_id FROM %s"
+			" WHERE %smessage_group_id = ANY ($4) AND visible_at <= $2"
+			" AND receive_count >= $3 AND sent_at > $5 ORDER BY message_id",
+			queue_table_name(q, 'q'), queue_key_cond(q, 'q', NULL)),
 								   5, types, values, NULL, false, 0);
 	}
 	else
 		rc = SPI_execute_with_args(psprintf(
-			"SELECT message_id, message_group_id FROM queue_data.q" INT64_FORMAT
-			" WHERE visible_at > $1 AND visible_at <= $2 AND receive_count >= $3"
-			" AND sent_at > $5 ORDER BY visible_at LIMIT 1000 FOR UPDATE SKIP LOCKED", q->id),
+			"SELECT message_id, message_group_id FROM %s"
+			" WHERE %svisible_at > $1 AND visible_at <= $2 AND receive_count >= $3"
+			" AND sent_at > $5 ORDER BY visible_at LIMIT 1000 FOR UPDATE SKIP LOCKED",
+			queue_table_name(q, 'q'), queue_key_cond(q, 'q', NULL)),
 								   5, types, values, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "dead-letter sweep failed: %s", SPI_result_code_string(rc));
@@ -213,16 +217,19 @@ redrive_to(QueueMeta *dlq, QueueMeta *dest, int n, int64 *ids, Datum *groups)
 	values[1] = TimestampTzGetDatum(GetCurrentTimestamp());
 	values[2] = BoolGetDatum(dest->fifo);
 	rc = SPI_execute_with_args(psprintf(
-		"WITH mv AS (DELETE FROM queue_data.q" INT64_FORMAT
-		"  WHERE message_id = ANY ($1) RETURNING *)"
-		" INSERT INTO queue_data.q" INT64_FORMAT " (message_id, visible_at, sent_at,"
+		"WITH mv AS (DELETE FROM %s m"
+		"  WHERE %sm.message_id = ANY ($1) RETURNING m.*)"
+		" INSERT INTO %s (%smessage_id, visible_at, sent_at,"
 		"  sequence_number, message_group_id, deduplication_id, attributes, body)"
-		" SELECT CASE WHEN $3 THEN message_id"
+		" SELECT %s CASE WHEN $3 THEN mv.message_id"
 		"  ELSE nextval('queue_data.message_id_seq') END, $2, $2,"
-		"  CASE WHEN $3 THEN message_id END,"
-		"  message_group_id, deduplication_id,"
-		"  nullif(attributes - 'queue.dead_letter', '{}'::jsonb), body"
-		" FROM mv ORDER BY message_id", dlq->id, dest->id),
+		"  CASE WHEN $3 THEN mv.message_id END,"
+		"  mv.message_group_id, mv.deduplication_id,"
+		"  nullif(mv.attributes - 'queue.dead_letter', '{}'::jsonb), mv.body"
+		" FROM mv ORDER BY mv.message_id",
+		queue_table_name(dlq, 'q'), queue_key_cond(dlq, 'q', "m"),
+		queue_table_name(dest, 'q'), dest->shared ? "store_id, " : "",
+		dest->shared ? psprintf(INT64_FORMAT ",", dest->store_id) : ""),
 							   3, types, values, NULL, false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "redrive failed: %s", SPI_result_code_string(rc));
@@ -306,17 +313,20 @@ queue_redrive(PG_FUNCTION_ARGS)
 		values[2] = TimestampTzGetDatum(now - dlq->retention);
 		if (dlq->fifo)
 			rc = SPI_execute_with_args(psprintf(
-				"WITH g AS (SELECT message_group_id FROM queue_data.g" INT64_FORMAT
-				"  WHERE available_at <= $1 ORDER BY 1 FOR UPDATE SKIP LOCKED)"
+				"WITH g AS (SELECT x.message_group_id FROM %s x"
+				"  WHERE %sx.available_at <= $1 ORDER BY 1 FOR UPDATE SKIP LOCKED)"
 				" SELECT m.message_id, m.source_queue_id, m.message_group_id"
-				" FROM queue_data.q" INT64_FORMAT " m JOIN g USING (message_group_id)"
-				" WHERE m.visible_at <= $1 AND m.sent_at > $3 ORDER BY m.message_id LIMIT $2",
-				dlq->id, dlq->id), 3, types, values, NULL, false, 0);
+				" FROM %s m JOIN g USING (message_group_id)"
+				" WHERE %sm.visible_at <= $1 AND m.sent_at > $3 ORDER BY m.message_id LIMIT $2",
+				queue_table_name(dlq, 'g'), queue_key_cond(dlq, 'g', "x"),
+				queue_table_name(dlq, 'q'), queue_key_cond(dlq, 'q', "m")),
+									   3, types, values, NULL, false, 0);
 		else
 			rc = SPI_execute_with_args(psprintf(
 				"SELECT message_id, source_queue_id, message_group_id"
-				" FROM queue_data.q" INT64_FORMAT " WHERE visible_at <= $1 AND sent_at > $3"
-				" ORDER BY message_id LIMIT $2 FOR UPDATE SKIP LOCKED", dlq->id),
+				" FROM %s WHERE %svisible_at <= $1 AND sent_at > $3"
+				" ORDER BY message_id LIMIT $2 FOR UPDATE SKIP LOCKED",
+				queue_table_name(dlq, 'q'), queue_key_cond(dlq, 'q', NULL)),
 									   3, types, values, NULL, false, 0);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "redrive failed: %s", SPI_result_code_string(rc));

@@ -1018,10 +1018,17 @@ queue_failed_apply_all(MemoryContext cxt)
 			SPI_connect();
 			PushActiveSnapshot(GetTransactionSnapshot());
 			name = queue_name_of(queue_ids[i]);
-			if (name == NULL || !OidIsValid(queue_table_relid(queue_ids[i], 'q')))
+			if (name == NULL)
 				queue_failed_forget_queue(queue_ids[i]);
 			else
-				(void) apply_queue(queue_lookup(cstring_to_text(name)));
+			{
+				QueueMeta  *q = queue_lookup_extended(cstring_to_text(name), true);
+
+				if (q == NULL || q->id != queue_ids[i])
+					queue_failed_forget_queue(queue_ids[i]);
+				else
+					(void) apply_queue(q);
+			}
 			PopActiveSnapshot();
 			SPI_finish();
 			CommitTransactionCommand();

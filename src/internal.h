@@ -18,6 +18,7 @@
 #include "fmgr.h"
 #include "nodes/parsenodes.h"
 #include "nodes/pg_list.h"
+#include "storage/lockdefs.h"
 #include "utils/array.h"
 #include "utils/jsonb.h"
 #include "utils/timestamp.h"
@@ -110,6 +111,10 @@ typedef struct QueueMeta
 	bool		dlq_shared;		/* the dead-letter queue's layout ... */
 	bool		dlq_fifo;		/* ... and kind, for its table */
 	int64		retry_delay;	/* after a rolled-back receive (failed.c) */
+	/* a shared queue's owner and grantees (a dedicated one's are its table's) */
+	Oid			owner;
+	int			ngrantees[3];	/* per QueuePriv */
+	Oid		   *grantees[3];	/* InvalidOid: PUBLIC; in CacheMemoryContext */
 	SPIPlanPtr	plans[QP_NUM_PLANS];
 	/* FIFO queues, looked up when first needed (group_rows.c) */
 	Oid			group_relid;	/* queue_data.g<id> */
@@ -130,10 +135,14 @@ typedef struct QueueCall
 extern void queue_enter(QueueCall *call);
 extern void queue_leave(QueueCall *call);
 extern bool queue_role_holds(Oid relid, Oid role, AclMode mode);
+extern bool queue_role_holds_shared(Oid role, Oid owner, const Oid *grantees, int n);
 extern AclMode queue_priv_mode(QueuePriv priv);
 extern void queue_check_privilege(QueueMeta *q, Oid caller, QueuePriv priv);
+extern bool queue_meta_role_holds(QueueMeta *q, Oid role, QueuePriv priv);
 extern QueueMeta *queue_open(QueueCall *call, text *name, QueuePriv priv);
 extern void queue_close(QueueCall *call);
+
+extern bool queue_holds_by_id(int64 queue_id, Oid role, QueuePriv priv, bool any);
 
 /* views.c */
 extern bool queue_may_see(int64 queue_id);
@@ -146,6 +155,8 @@ extern QueueMeta *queue_lookup_extended(text *name, bool missing_ok);
 extern int	queue_plan_cache_queues;
 extern Oid	queue_data_relid(const char *name);
 extern Oid	queue_table_relid(int64 queue_id, char kind);
+extern Oid	queue_shared_relid(char kind, bool fifo);
+extern void queue_lock_queue(int64 queue_id, LOCKMODE mode);
 extern void queue_catalog_init(void);
 
 /* plans.c */
@@ -156,6 +167,8 @@ extern int	queue_exec_snapshot(QueueMeta *q, QueuePlanKind kind, const Datum *ar
 								const char *nulls, Snapshot snapshot, bool read_only,
 								long count);
 extern const char *queue_shared_table(char kind, bool fifo);
+extern char *queue_table_name(const QueueMeta *q, char kind);
+extern char *queue_key_cond(const QueueMeta *q, char kind, const char *alias);
 extern void queue_release_plans(QueueMeta *q);
 extern SPIPlanPtr queue_keep_plan(const char *sql, int nargs, Oid *types);
 extern void queue_planner_hook_init(void);
@@ -501,6 +514,8 @@ typedef struct QueueRow
 	bool		has_dlq;
 	char	   *name;
 	int64		g_blocks;		/* FIFO: its group table's size, as listed */
+	bool		shared;			/* DESIGN.md "Storage" */
+	int64		store_id;		/* shared: the key of its messages */
 } QueueRow;
 
 extern bool queue_list_stale;
@@ -509,6 +524,7 @@ extern List *queue_sweep_list(bool *extension_exists);
 extern void queue_sweep_new(SweptQueue *sq);
 extern void queue_sweep_due_now(SweptQueue *sq);
 extern void queue_sweep_pass(QueueRow *q, SweptQueue *sq, MemoryContext cxt);
+extern void queue_reclaim_pass(MemoryContext cxt);
 
 /* role_refs.c */
 extern void queue_role_refs_utility(Node *stmt, bool done);

@@ -459,6 +459,29 @@ queue_shared_table(char kind, bool fifo)
 }
 
 /*
+ * For the statements built per queue outside this file (the worker's, a
+ * redrive's): one of q's tables in its layout, and the condition on its
+ * key with alias (or none) then " AND ", empty for a dedicated queue.
+ */
+char *
+queue_table_name(const QueueMeta *q, char kind)
+{
+	if (q->shared)
+		return pstrdup(queue_shared_table(kind, q->fifo));
+	return psprintf("queue_data.%c" INT64_FORMAT, kind, q->id);
+}
+
+char *
+queue_key_cond(const QueueMeta *q, char kind, const char *alias)
+{
+	if (!q->shared)
+		return "";
+	return psprintf("%s%s%s = " INT64_FORMAT " AND ", alias ? alias : "", alias ? "." : "",
+					(kind == 'd' || kind == 'a') ? "queue_id" : "store_id",
+					(kind == 'd' || kind == 'a') ? q->id : q->store_id);
+}
+
+/*
  * The text of a statement for one layout.  Placeholders:
  *   {q} {g} {d} {a}  the queue's tables: queue_data.<kind><id> when the
  *                    queue is dedicated, else the shared tables;
@@ -484,7 +507,8 @@ plan_text(const PlanSpec *spec, const QueueMeta *q, bool dlq_shared, bool dlq_fi
 		const char *close;
 		char		what;
 
-		if (p[0] != '{' || (close = strchr(p, '}')) == NULL || close - p > 4)
+		if (p[0] != '{' || strchr("qgdaLSQ", p[1]) == NULL || p[1] == '\0' ||
+			(close = strchr(p, '}')) == NULL || close - p > 4)
 		{
 			appendStringInfoChar(&buf, *p);
 			continue;

@@ -36,6 +36,17 @@ static char *queue_sqs_database = NULL;
 static char *queue_sqs_account_id = NULL;
 static int	queue_sqs_max_connections = 10000;
 
+/*
+ * The layout queue.create gives a queue when its call does not say
+ * (DESIGN.md "Storage"): queue.create's default for "dedicated" reads it.
+ */
+static int	queue_default_storage = 0;
+static const struct config_enum_entry storage_options[] = {
+	{"shared", 0, false},
+	{"dedicated", 1, false},
+	{NULL, 0, false}
+};
+
 void		_PG_init(void);
 
 PG_FUNCTION_INFO_V1(queue_preloaded_sql);
@@ -57,6 +68,13 @@ _PG_init(void)
 							16384, 16, 1000000,
 							PGC_POSTMASTER, 0,
 							NULL, NULL, NULL);
+	DefineCustomEnumVariable("queue.default_storage",
+							 "The layout of a queue created without \"dedicated\": shared or dedicated.",
+							 "Shared: rows in the tables of all queues; dedicated: tables of its own.",
+							 &queue_default_storage,
+							 0, storage_options,
+							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
 	DefineCustomIntVariable("queue.plan_cache_queues",
 							"Queues a backend keeps prepared statements for (0: every queue it uses).",
 							"Beyond this many, the plans of the queue used longest ago are freed.",

@@ -99,6 +99,8 @@ queue_owner_ref_acl_sql(PG_FUNCTION_ARGS)
 		table = "queue._subscription_owners";
 	else if (strcmp(what, "access_key") == 0)
 		table = "queue._access_key_owners";
+	else if (strcmp(what, "queue") == 0)
+		table = "queue._queue_roles";
 	else
 		elog(ERROR, "unknown owner reference \"%s\"", what);
 	initStringInfo(&sql);
@@ -236,9 +238,10 @@ check_drop_role(DropRoleStmt *stmt)
 	bool		consumers = has_registry("_consumers");
 	bool		subscriptions = has_registry("_subscriptions");
 	bool		keys = has_registry("_access_keys");
+	bool		shared = has_registry("_queue_roles");
 	ListCell   *lc;
 
-	if (!consumers && !subscriptions && !keys)
+	if (!consumers && !subscriptions && !keys && !shared)
 		return;
 	foreach(lc, stmt->roles)
 	{
@@ -280,9 +283,24 @@ check_drop_role(DropRoleStmt *stmt)
 			sep = " UNION ALL ";
 		}
 		if (keys)
+		{
 			appendStringInfo(&sql, "%s%s", sep,
 							 "SELECT pg_catalog.format('holder of access key \"%s\"', k.access_key_id)"
 							 " FROM queue._access_keys k WHERE k.role::pg_catalog.oid = $1");
+			sep = " UNION ALL ";
+		}
+		/* Shared queues (1.4): the owner and grants are the registry row's. */
+		if (shared)
+			appendStringInfo(&sql, "%s%s", sep,
+							 "SELECT pg_catalog.format('owner of queue \"%s\"', q.queue_name)"
+							 " FROM queue._queues q WHERE NOT q.dedicated"
+							 " AND q.owner::pg_catalog.oid = $1"
+							 " UNION ALL SELECT pg_catalog.format('privileges for queue \"%s\"', q.queue_name)"
+							 " FROM queue._queues q WHERE NOT q.dedicated"
+							 " AND q.owner::pg_catalog.oid <> $1"
+							 " AND $1 = ANY (coalesce(q.send_roles, '{}')::pg_catalog.oid[]"
+							 "  OPERATOR(pg_catalog.||) coalesce(q.receive_roles, '{}')::pg_catalog.oid[]"
+							 "  OPERATOR(pg_catalog.||) coalesce(q.manage_roles, '{}')::pg_catalog.oid[])");
 		appendStringInfoString(&sql, " ORDER BY 1");
 
 		queue_enter(&call);

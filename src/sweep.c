@@ -42,6 +42,60 @@
  */
 #define DLQ_GRACE				(2 * USECS_PER_SEC)
 
+/*
+ * One of q's tables in its layout (queue_data.<kind><id>, or the shared
+ * one), and the condition on its key ("store_id = <n> AND ", nothing for a
+ * dedicated queue's own table).  The sweep's statements are per queue,
+ * with numeric ids only in their text.
+ */
+static const char *
+tbl(QueueRow *q, char kind)
+{
+	if (q->shared)
+		return queue_shared_table(kind, q->fifo);
+	return psprintf("queue_data.%c" INT64_FORMAT, kind, q->id);
+}
+
+static const char *
+key(QueueRow *q, char kind)
+{
+	if (!q->shared)
+		return "";
+	if (kind == 'd' || kind == 'a')
+		return psprintf("queue_id = " INT64_FORMAT " AND ", q->id);
+	return psprintf("store_id = " INT64_FORMAT " AND ", q->store_id);
+}
+
+/*
+ * Whether q was dropped (or moved, or purged: its rows have another key)
+ * since the worker listed it, in a transaction just started.  A shared
+ * queue is locked first, as an API call locks it (catalog.c), so a move or
+ * purge under way is waited for.
+ */
+static bool
+queue_row_gone(QueueRow *q)
+{
+	Oid			types[2] = {INT8OID, INT8OID};
+	Datum		values[2];
+	bool		gone;
+
+	if (!q->shared)
+		return !OidIsValid(queue_table_relid(q->id, 'q'));
+	queue_lock_queue(q->id, AccessShareLock);
+	values[0] = Int64GetDatum(q->id);
+	values[1] = Int64GetDatum(q->store_id);
+	SPI_connect();
+	PushActiveSnapshot(GetTransactionSnapshot());
+	if (SPI_execute_with_args("SELECT FROM queue._queues r WHERE r.queue_id = $1"
+							  " AND NOT r.dedicated AND coalesce(r.store_id, r.queue_id) = $2",
+							  2, types, values, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "queue lookup failed");
+	gone = (SPI_processed == 0);
+	PopActiveSnapshot();
+	SPI_finish();
+	return gone;
+}
+
 /* Run one sweep statement; returns rows affected (or the first column). */
 static uint64
 sweep_exec(const char *sql, int nargs, Oid *types, Datum *values)
@@ -121,8 +175,9 @@ sweep_chunk(QueueRow *q, int64 cursor, TimestampTz cutoff, LapStep *step)
 	step->oldest = DT_NOEND;
 	values[0] = Int64GetDatum(cursor);
 	n = (int) sweep_exec(psprintf(
-		"SELECT message_id, sent_at, message_group_id FROM queue_data.q" INT64_FORMAT
-		" WHERE message_id > $1 ORDER BY message_id LIMIT %d", q->id, SWEEP_BATCH),
+		"SELECT message_id, sent_at, message_group_id FROM %s"
+		" WHERE %smessage_id > $1 ORDER BY message_id LIMIT %d",
+		tbl(q, 'q'), key(q, 'q'), SWEEP_BATCH),
 						 1, types, values);
 	step->last = n < SWEEP_BATCH;
 	expired = palloc(Max(n, 1) * sizeof(int64));
@@ -160,10 +215,10 @@ sweep_chunk(QueueRow *q, int64 cursor, TimestampTz cutoff, LapStep *step)
 	values[1] = TimestampTzGetDatum(cutoff);
 	if (!q->fifo)
 		step->deleted = sweep_exec(psprintf(
-			"DELETE FROM queue_data.q" INT64_FORMAT " WHERE message_id = ANY (ARRAY("
-			" SELECT message_id FROM queue_data.q" INT64_FORMAT
-			" WHERE message_id = ANY ($1) AND sent_at <= $2 FOR UPDATE SKIP LOCKED))",
-			q->id, q->id), 2, types, values);
+			"DELETE FROM %s WHERE %smessage_id = ANY (ARRAY("
+			" SELECT message_id FROM %s"
+			" WHERE %smessage_id = ANY ($1) AND sent_at <= $2 FOR UPDATE SKIP LOCKED))",
+			tbl(q, 'q'), key(q, 'q'), tbl(q, 'q'), key(q, 'q')), 2, types, values);
 	else
 	{
 		int			ngroups = queue_sort_unique_texts(groups, nexpired);
@@ -171,8 +226,9 @@ sweep_chunk(QueueRow *q, int64 cursor, TimestampTz cutoff, LapStep *step)
 		/* FIFO: lock the groups of the expired messages, then delete. */
 		values[2] = queue_text_array(ngroups, groups, NULL);
 		ngroups = (int) sweep_exec(psprintf(
-			"SELECT message_group_id FROM queue_data.g" INT64_FORMAT
-			" WHERE message_group_id = ANY ($3) ORDER BY 1 FOR UPDATE SKIP LOCKED", q->id),
+			"SELECT message_group_id FROM %s"
+			" WHERE %smessage_group_id = ANY ($3) ORDER BY 1 FOR UPDATE SKIP LOCKED",
+			tbl(q, 'g'), key(q, 'g')),
 								   3, types, values);
 		if (ngroups > 0)
 		{
@@ -185,8 +241,9 @@ sweep_chunk(QueueRow *q, int64 cursor, TimestampTz cutoff, LapStep *step)
 			{
 				values[2] = queue_text_array(ngroups, locked, NULL);
 				step->deleted = sweep_exec(psprintf(
-					"DELETE FROM queue_data.q" INT64_FORMAT " WHERE message_id = ANY ($1)"
-					" AND message_group_id = ANY ($3) AND sent_at <= $2", q->id),
+					"DELETE FROM %s WHERE %smessage_id = ANY ($1)"
+					" AND message_group_id = ANY ($3) AND sent_at <= $2",
+					tbl(q, 'q'), key(q, 'q')),
 										   3, types, values);
 				/* as every change to a group's messages (its senders' locks are ours) */
 				queue_fifo_refresh_groups(queue_lookup(cstring_to_text(q->name)),
@@ -201,7 +258,7 @@ sweep_chunk(QueueRow *q, int64 cursor, TimestampTz cutoff, LapStep *step)
 
 /* Forget deduplication ids and receive attempts past their windows. */
 static uint64
-sweep_windows(int64 id, TimestampTz dedup_cutoff, TimestampTz attempt_cutoff)
+sweep_windows(QueueRow *q, TimestampTz dedup_cutoff, TimestampTz attempt_cutoff)
 {
 	Oid			types[1] = {TIMESTAMPTZOID};
 	Datum		values[1];
@@ -209,15 +266,16 @@ sweep_windows(int64 id, TimestampTz dedup_cutoff, TimestampTz attempt_cutoff)
 
 	values[0] = TimestampTzGetDatum(dedup_cutoff);
 	n = sweep_exec(psprintf(
-		"DELETE FROM queue_data.d" INT64_FORMAT " WHERE ctid = ANY (ARRAY("
-		" SELECT ctid FROM queue_data.d" INT64_FORMAT " WHERE accepted_at <= $1"
-		" ORDER BY accepted_at LIMIT %d FOR UPDATE SKIP LOCKED))", id, id, SWEEP_BATCH),
+		"DELETE FROM %s WHERE ctid = ANY (ARRAY("
+		" SELECT ctid FROM %s WHERE %saccepted_at <= $1"
+		" ORDER BY accepted_at LIMIT %d FOR UPDATE SKIP LOCKED))",
+		tbl(q, 'd'), tbl(q, 'd'), key(q, 'd'), SWEEP_BATCH),
 				   1, types, values);
 	values[0] = TimestampTzGetDatum(attempt_cutoff);
 	n += sweep_exec(psprintf(
-		"DELETE FROM queue_data.a" INT64_FORMAT " WHERE ctid = ANY (ARRAY("
-		" SELECT ctid FROM queue_data.a" INT64_FORMAT " WHERE received_at <= $1"
-		" LIMIT %d FOR UPDATE SKIP LOCKED))", id, id, SWEEP_BATCH),
+		"DELETE FROM %s WHERE ctid = ANY (ARRAY("
+		" SELECT ctid FROM %s WHERE %sreceived_at <= $1"
+		" LIMIT %d FOR UPDATE SKIP LOCKED))", tbl(q, 'a'), tbl(q, 'a'), key(q, 'a'), SWEEP_BATCH),
 					1, types, values);
 	return n;
 }
@@ -234,12 +292,14 @@ windows_next_due(QueueRow *q, TimestampTz now, bool *empty)
 	TimestampTz t;
 	bool		found = false;
 
-	t = sweep_time(psprintf("SELECT min(accepted_at) + $1 FROM queue_data.d" INT64_FORMAT, q->id),
+	t = sweep_time(psprintf("SELECT min(accepted_at) + $1 FROM %s WHERE %strue",
+							tbl(q, 'd'), key(q, 'd')),
 				   q->dedup_window);
 	found |= (t != 0);
 	if (t != 0 && t < due)
 		due = t;
-	t = sweep_time(psprintf("SELECT min(received_at) + $1 FROM queue_data.a" INT64_FORMAT, q->id),
+	t = sweep_time(psprintf("SELECT min(received_at) + $1 FROM %s WHERE %strue",
+							tbl(q, 'a'), key(q, 'a')),
 				   ATTEMPT_WINDOW);
 	found |= (t != 0);
 	if (t != 0 && t < due)
@@ -279,8 +339,11 @@ queue_sweep_list(bool *extension_exists)
 						" (extract(epoch FROM deduplication_window) * 1000000)::int8,"
 						" dead_letter_queue IS NOT NULL, queue_name,"
 						" CASE WHEN fifo THEN pg_catalog.pg_relation_size(pg_catalog.to_regclass("
-						"  'queue_data.g' || queue_id)) END"
-						" FROM queue._queues ORDER BY queue_id", true, 0) != SPI_OK_SELECT)
+						"  'queue_data.g' || queue_id)) END,"
+		/* 1.4's layout (DESIGN.md "Storage"); before it, all dedicated */
+						" NOT coalesce((pg_catalog.to_jsonb(r) ->> 'dedicated')::bool, true),"
+						" coalesce((pg_catalog.to_jsonb(r) ->> 'store_id')::int8, queue_id)"
+						" FROM queue._queues r ORDER BY queue_id", true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not list queues");
 		for (uint64 r = 0; r < SPI_processed; r++)
 		{
@@ -299,6 +362,8 @@ queue_sweep_list(bool *extension_exists)
 			q->g_blocks = DatumGetInt64(SPI_getbinval(tup, desc, 7, &isnull)) / BLCKSZ;
 			if (isnull)
 				q->g_blocks = 0;
+			q->shared = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
+			q->store_id = DatumGetInt64(SPI_getbinval(tup, desc, 9, &isnull));
 			queues = lappend(queues, q);
 			MemoryContextSwitchTo(old);
 		}
@@ -342,7 +407,7 @@ sweep_dead_letters(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 			QueueMeta  *meta;
 
 			StartTransactionCommand();
-			if (!OidIsValid(queue_table_relid(q->id, 'q')))
+			if (queue_row_gone(q))
 			{
 				/* dropped since the worker listed it */
 				CommitTransactionCommand();
@@ -396,7 +461,7 @@ sweep_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 
 			StartTransactionCommand();
 			/* Dropped since the worker listed it: the next list forgets it. */
-			if (!OidIsValid(queue_table_relid(q->id, 'q')))
+			if (queue_row_gone(q))
 			{
 				CommitTransactionCommand();
 				queue_list_stale = true;
@@ -424,7 +489,7 @@ sweep_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 			/* The lap's last chunk also looks at the windows. */
 			if (now >= sq->windows_due || (chunked && step.last))
 			{
-				uint64		forgotten = sweep_windows(q->id, now - q->dedup_window,
+				uint64		forgotten = sweep_windows(q, now - q->dedup_window,
 													  now - ATTEMPT_WINDOW);
 
 				windows_busy = forgotten >= SWEEP_BATCH;
@@ -495,6 +560,60 @@ vacuum_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 	MemoryContextReset(cxt);
 }
 
+/*
+ * The rows of dropped and purged shared queues (queue._reclaim), deleted
+ * RECLAIM_BATCH at a time, each batch a transaction of its own, at most
+ * RECLAIM_ROUNDS per pass, so a drop of a million messages holds no lock
+ * on anything else for long and the worker's other work goes on.
+ */
+#define RECLAIM_BATCH			10000
+#define RECLAIM_ROUNDS			50
+
+void
+queue_reclaim_pass(MemoryContext cxt)
+{
+	MemoryContext outer = MemoryContextSwitchTo(cxt);
+
+	for (int round = 0; round < RECLAIM_ROUNDS; round++)
+	{
+		uint64		n = 0;
+
+		PG_TRY();
+		{
+			Oid			types[1] = {INT4OID};
+			Datum		values[1] = {Int32GetDatum(RECLAIM_BATCH)};
+
+			StartTransactionCommand();
+			SPI_connect();
+			PushActiveSnapshot(GetTransactionSnapshot());
+			if (OidIsValid(queue_data_relid("fifo_messages")))
+			{
+				bool		isnull;
+
+				if (SPI_execute_with_args("SELECT queue._reclaim_step($1)", 1, types, values,
+										  NULL, false, 1) != SPI_OK_SELECT)
+					elog(ERROR, "queue reclaim failed");
+				n = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+												SPI_tuptable->tupdesc, 1, &isnull));
+			}
+			PopActiveSnapshot();
+			SPI_finish();
+			CommitTransactionCommand();
+		}
+		PG_CATCH();
+		{
+			sweep_recover(cxt);
+			n = 0;
+		}
+		PG_END_TRY();
+		MemoryContextReset(cxt);
+		if (n == 0)
+			break;
+		CHECK_FOR_INTERRUPTS();
+	}
+	MemoryContextSwitchTo(outer);
+}
+
 /* A queue the worker has not swept yet: everything is due. */
 void
 queue_sweep_new(SweptQueue *sq)
@@ -526,7 +645,8 @@ queue_sweep_pass(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 {
 	MemoryContext outer = MemoryContextSwitchTo(cxt);
 
-	vacuum_queue(q, sq, cxt);
+	if (!q->shared)				/* the shared tables are autovacuum's */
+		vacuum_queue(q, sq, cxt);
 	if (q->has_dlq)
 		sweep_dead_letters(q, sq, cxt);
 

@@ -220,7 +220,7 @@ deliver(TopicMeta *t, int n, TopicMessage *pubs, FunctionCallInfo fcinfo,
 		/* Dropped since we read the subscriptions, or revoked: no delivery. */
 		q = queue_lookup_extended(sub->queue_name, true);
 		if (q == NULL || q->id != sub->queue_id ||
-			!queue_role_holds(q->relid, sub->owner, queue_priv_mode(QPRIV_SEND)))
+			!queue_meta_role_holds(q, sub->owner, QPRIV_SEND))
 			continue;
 		/* reads: argument "delay" for subscribed queue "q" must be ... */
 		if (has_delay)

@@ -39,7 +39,9 @@ queue_may_see(int64 queue_id)
 
 	for (int p = 0; p < QPRIV_NUM; p++)
 		any |= queue_priv_mode((QueuePriv) p);
-	return OidIsValid(relid) && queue_role_holds(relid, GetUserId(), any);
+	if (!OidIsValid(relid))		/* shared, or gone */
+		return queue_holds_by_id(queue_id, GetUserId(), QPRIV_SEND, true);
+	return queue_role_holds(relid, GetUserId(), any);
 }
 
 /* 42501 unless the current role may see the queue. */
@@ -136,6 +138,8 @@ Datum
 queue_depth_checked_sql(PG_FUNCTION_ARGS)
 {
 	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr shared_plan = NULL;
+	Oid			relid;
 	TupleDesc	desc;
 	QueueCall	call;
 	Datum		args[2];
@@ -152,7 +156,11 @@ queue_depth_checked_sql(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("arguments \"queue_id\" and \"retention\" must not be null")));
 	queue_check_may_see(PG_GETARG_INT64(0));
-	note_read_locks(&locks, queue_table_relid(PG_GETARG_INT64(0), 'q'));
+	relid = queue_table_relid(PG_GETARG_INT64(0), 'q');
+	if (OidIsValid(relid))
+		note_read_locks(&locks, relid);
+	else
+		memset(&locks, 0, sizeof(locks));	/* shared: one lock for all, kept */
 
 	queue_enter(&call);
 	SPI_connect();
@@ -167,9 +175,22 @@ queue_depth_checked_sql(PG_FUNCTION_ARGS)
 			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
 		SPI_keepplan(plan);
 	}
+	if (shared_plan == NULL && !OidIsValid(relid))
+	{
+		Oid			types[2] = {INT8OID, INTERVALOID};
+
+		shared_plan = SPI_prepare("SELECT d.visible, d.in_flight, d.delayed, d.oldest_sent_at,"
+								  " d.oldest_visible_age FROM queue._queues r,"
+								  " queue._depth_shared(coalesce(r.store_id, r.queue_id), r.fifo, $2) d"
+								  " WHERE r.queue_id = $1",
+								  2, types);
+		if (shared_plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(shared_plan);
+	}
 	args[0] = PG_GETARG_DATUM(0);
 	args[1] = PG_GETARG_DATUM(1);
-	rc = SPI_execute_plan(plan, args, NULL, true, 1);
+	rc = SPI_execute_plan(OidIsValid(relid) ? plan : shared_plan, args, NULL, true, 1);
 	if (rc != SPI_OK_SELECT || SPI_processed != 1)
 		elog(ERROR, "queue._depth failed: %s", SPI_result_code_string(rc));
 	for (int i = 0; i < 5; i++)

@@ -564,6 +564,7 @@ queue_worker_main(Datum arg)
 			sq->seen = true;
 			queue_sweep_pass(q, sq, sweep_cxt);
 		}
+		queue_reclaim_pass(sweep_cxt);
 		queue_topic_sweep();
 		queue_consumers_tend();
 		/* Forget dropped queues. */

@@ -176,10 +176,11 @@ show_failure() {
 	fi
 }
 
-# run_pg_regress SUITE PROGRAM INPUT_SUBDIR EXT: run every test/<subdir>/*.<ext>
-# in one temporary instance.
+# run_pg_regress SUITE PROGRAM INPUT_SUBDIR EXT [CONFIG]: run every
+# test/<subdir>/*.<ext> in one temporary instance, set up with test/queue.conf
+# and CONFIG's lines after it.
 run_pg_regress() {
-	local suite=$1 prog=$2 sub=$3 ext=$4 rc
+	local suite=$1 prog=$2 sub=$3 ext=$4 extra=${5:-} rc
 	local tests=()
 	mapfile -t tests < <(cd "test/$sub" 2>/dev/null && ls -1 -- *."$ext" 2>/dev/null |
 		LC_ALL=C sort | sed "s/\\.$ext\$//" | only_wanted)
@@ -198,11 +199,13 @@ run_pg_regress() {
 			as_run touch "test/expected/$t.out"
 		fi
 	done
+	as_run sh -c "cat test/queue.conf >'tmp/$suite.conf' && printf '%s\n' '$extra' >>'tmp/$suite.conf'"
+	as_run mkdir -p "out/$suite"
 	as_run "$prog" \
 		--inputdir=test \
 		--outputdir="out/$suite" \
 		--temp-instance="tmp/$suite" \
-		--temp-config=test/queue.conf \
+		--temp-config="tmp/$suite.conf" \
 		--load-extension=queue \
 		--bindir="$BINDIR" \
 		--encoding=UTF8 --no-locale \
@@ -322,8 +325,12 @@ run_examples() {
 	FAILED=$((FAILED + f))
 }
 
+# Every regress test and isolation spec runs in both storage layouts
+# (DESIGN.md "Storage"): shared, the default, then dedicated.
 run_pg_regress regress "$PG_REGRESS" sql sql
 run_pg_regress isolation "$PG_ISOLATION_REGRESS" specs spec
+run_pg_regress regress-dedicated "$PG_REGRESS" sql sql "queue.default_storage = dedicated"
+run_pg_regress isolation-dedicated "$PG_ISOLATION_REGRESS" specs spec "queue.default_storage = dedicated"
 run_tap
 run_examples
 
@@ -349,7 +356,7 @@ fi
 # Keep the outputs in the repository (git-ignored), owned like the repository.
 rm -rf "$REPO/.test"
 mkdir -p "$REPO/.test"
-cp -a out/regress out/isolation logs "$REPO/.test/" 2>/dev/null
+cp -a out/regress out/isolation out/regress-dedicated out/isolation-dedicated logs "$REPO/.test/" 2>/dev/null
 [ -d tmp_check/log ] && cp -a tmp_check/log "$REPO/.test/tap"
 chown -R "$(stat -c %u:%g "$REPO")" "$REPO/.test" 2>/dev/null
 [ -f "$REPO/regression.diffs" ] && chown "$(stat -c %u:%g "$REPO")" "$REPO/regression.diffs" 2>/dev/null

@@ -9,6 +9,9 @@
 -- at the end.
 -- Output is booleans, counts and SQLSTATEs, never ids or receipts.
 CREATE EXTENSION IF NOT EXISTS queue;
+-- The dedicated layout, whatever queue.default_storage the suite runs with:
+-- it reads the grants a dedicated queue keeps in its table's ACL; storage.sql checks a shared queue's.
+SET queue.default_storage = dedicated;
 -- a second session, to see a revoke from elsewhere
 CREATE EXTENSION IF NOT EXISTS dblink;
 SET client_min_messages = warning;
@@ -560,6 +563,7 @@ SELECT count(*) AS attacker_operators FROM pg_operator WHERE oprnamespace = 'que
 -- the victim: a superuser in a fresh session.  err() runs its statement
 -- under the caller's search_path, so it spells out pg_catalog itself.
 \c
+SET queue.default_storage = dedicated;
 SET client_min_messages = warning;
 CREATE FUNCTION pg_temp.err(cmd text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
@@ -636,6 +640,7 @@ WHERE c.oid OPERATOR(pg_catalog.=) (SELECT pg_catalog.format('queue_data.q%s', q
 -- and a non-superuser victim in a fresh session: the owner, then the
 -- sender with its grant
 \c
+SET queue.default_storage = dedicated;
 SET client_min_messages = warning;
 CREATE FUNCTION pg_temp.err(cmd text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
@@ -676,6 +681,7 @@ SELECT queue.drop('acl_hostile'), queue.drop('acl_hostile.fifo'), queue.drop('ac
 -- keeps is made with the traps in place.
 ----------------------------------------------------------------------
 \c
+SET queue.default_storage = dedicated;
 SET client_min_messages = warning;
 CREATE FUNCTION pg_temp.err(cmd pg_catalog.text) RETURNS pg_catalog.text LANGUAGE plpgsql AS $$
 BEGIN
@@ -824,6 +830,7 @@ SELECT queue.drop('acl_temp'), queue.drop('acl_temp.fifo'), queue.drop('acl_temp
 	   queue.drop('acl_temp_dlq'), queue.drop('acl_temp2');
 -- the traps go with the session
 \c
+SET queue.default_storage = dedicated;
 
 ----------------------------------------------------------------------
 -- clean up: queues, roles, the attacker's schema

@@ -7,6 +7,9 @@
 -- nothing: the queues' messages, leases and counters are compared before
 -- and after.  Output is SQLSTATEs, booleans and counts, never ids.
 CREATE EXTENSION IF NOT EXISTS queue;
+-- The dedicated layout, whatever queue.default_storage the suite runs with:
+-- its state snapshot reads the grants of a queue's own table; storage.sql covers the shared layout.
+SET queue.default_storage = dedicated;
 -- redrive tells of messages it leaves behind, by id
 SET client_min_messages = warning;
 

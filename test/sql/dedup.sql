@@ -46,14 +46,31 @@ CREATE FUNCTION pg_temp.counters(q text) RETURNS text LANGUAGE sql AS $$
 	FROM queue.stats WHERE queue_name = q
 $$;
 
+-- qt(queue, kind) and qk(queue, kind): the table behind a queue's rows of
+-- a kind (q messages, g groups, d deduplication ids, a receive attempts)
+-- and the condition that picks them ('' for a dedicated queue's own), in
+-- either layout (DESIGN.md "Storage").
+CREATE FUNCTION pg_temp.qt(q text, kind text) RETURNS text LANGUAGE sql AS $qt$
+	SELECT CASE WHEN r.dedicated THEN format('queue_data.%s%s', kind, r.queue_id)
+		ELSE 'queue_data.' || CASE kind WHEN 'q' THEN CASE WHEN r.fifo THEN 'fifo_messages' ELSE 'messages' END
+			WHEN 'g' THEN 'groups' WHEN 'd' THEN 'dedup_ids' ELSE 'receive_attempts' END END
+	FROM queue._queues r WHERE r.queue_name = q
+$qt$;
+CREATE FUNCTION pg_temp.qk(q text, kind text) RETURNS text LANGUAGE sql AS $qk$
+	SELECT CASE WHEN r.dedicated THEN ''
+		WHEN kind IN ('d', 'a') THEN format('queue_id = %s AND ', r.queue_id)
+		ELSE format('store_id = %s AND ', coalesce(r.store_id, r.queue_id)) END
+	FROM queue._queues r WHERE r.queue_name = q
+$qk$;
+
 -- age_ids(queue, by): move every accepted id of a queue back in time, as
 -- if accepted that much earlier (the worker's sweep is not involved).
 CREATE FUNCTION pg_temp.age_ids(q text, by interval) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
 	n bigint;
 BEGIN
-	EXECUTE format('UPDATE queue_data.d%s SET accepted_at = accepted_at - $1',
-				   (SELECT queue_id FROM queue.queues WHERE queue_name = q))
+	EXECUTE format('UPDATE %s SET accepted_at = accepted_at - $1 WHERE %strue',
+				   pg_temp.qt(q, 'd'), pg_temp.qk(q, 'd'))
 		USING by;
 	GET DIAGNOSTICS n = ROW_COUNT;
 	RETURN n;
@@ -65,8 +82,8 @@ CREATE FUNCTION pg_temp.accepted(q text, id text) RETURNS timestamptz LANGUAGE p
 DECLARE
 	t timestamptz;
 BEGIN
-	EXECUTE format('SELECT accepted_at FROM queue_data.d%s WHERE deduplication_id = $1',
-				   (SELECT queue_id FROM queue.queues WHERE queue_name = q))
+	EXECUTE format('SELECT accepted_at FROM %s WHERE %sdeduplication_id = $1',
+				   pg_temp.qt(q, 'd'), pg_temp.qk(q, 'd'))
 		INTO t USING id;
 	RETURN t;
 END

@@ -6,12 +6,29 @@
 -- back in the queue's table (superuser only), as retention.sql does.
 CREATE EXTENSION IF NOT EXISTS queue;
 
+-- qt(queue, kind) and qk(queue, kind): the table behind a queue's rows of
+-- a kind (q messages, g groups, d deduplication ids, a receive attempts)
+-- and the condition that picks them ('' for a dedicated queue's own), in
+-- either layout (DESIGN.md "Storage").
+CREATE FUNCTION pg_temp.qt(q text, kind text) RETURNS text LANGUAGE sql AS $qt$
+	SELECT CASE WHEN r.dedicated THEN format('queue_data.%s%s', kind, r.queue_id)
+		ELSE 'queue_data.' || CASE kind WHEN 'q' THEN CASE WHEN r.fifo THEN 'fifo_messages' ELSE 'messages' END
+			WHEN 'g' THEN 'groups' WHEN 'd' THEN 'dedup_ids' ELSE 'receive_attempts' END END
+	FROM queue._queues r WHERE r.queue_name = q
+$qt$;
+CREATE FUNCTION pg_temp.qk(q text, kind text) RETURNS text LANGUAGE sql AS $qk$
+	SELECT CASE WHEN r.dedicated THEN ''
+		WHEN kind IN ('d', 'a') THEN format('queue_id = %s AND ', r.queue_id)
+		ELSE format('store_id = %s AND ', coalesce(r.store_id, r.queue_id)) END
+	FROM queue._queues r WHERE r.queue_name = q
+$qk$;
+
 CREATE FUNCTION pg_temp.age(q text, by interval, pattern text) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
 	n bigint;
 BEGIN
-	EXECUTE format('UPDATE queue_data.q%s SET sent_at = sent_at - $1 WHERE body LIKE $2',
-				   (SELECT queue_id FROM queue.queues WHERE queue_name = q))
+	EXECUTE format('UPDATE %s SET sent_at = sent_at - $1 WHERE %sbody LIKE $2',
+				   pg_temp.qt(q, 'q'), pg_temp.qk(q, 'q'))
 		USING by, pattern;
 	GET DIAGNOSTICS n = ROW_COUNT;
 	RETURN n;
@@ -21,8 +38,8 @@ CREATE FUNCTION pg_temp.rows(q text) RETURNS bigint LANGUAGE plpgsql AS $$
 DECLARE
 	n bigint;
 BEGIN
-	EXECUTE format('SELECT count(*) FROM queue_data.q%s',
-				   (SELECT queue_id FROM queue.queues WHERE queue_name = q)) INTO n;
+	EXECUTE format('SELECT count(*) FROM %s WHERE %strue',
+				   pg_temp.qt(q, 'q'), pg_temp.qk(q, 'q')) INTO n;
 	RETURN n;
 END
 $$;

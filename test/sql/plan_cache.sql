@@ -5,6 +5,9 @@
 -- planned(): how many queues this backend holds plans for, read from its
 -- memory contexts (each kept plan's context names its queue's table).
 CREATE EXTENSION IF NOT EXISTS queue;
+-- The dedicated layout, whatever queue.default_storage the suite runs with:
+-- it counts the per-queue plans of dedicated queues (a shared queue's plans are per kind: storage.sql).
+SET queue.default_storage = dedicated;
 
 CREATE FUNCTION pg_temp.planned() RETURNS bigint LANGUAGE sql AS $$
 	SELECT count(DISTINCT substring(ident FROM 'queue_data\.q(\d+)'))

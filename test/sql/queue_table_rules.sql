@@ -8,6 +8,9 @@
 -- are dropped, sends go on as before.  Output is bodies, booleans and
 -- counts, never ids or timestamps.
 CREATE EXTENSION IF NOT EXISTS queue;
+-- The dedicated layout, whatever queue.default_storage the suite runs with:
+-- rules a superuser adds to a queue's own tables exist only in the dedicated layout.
+SET queue.default_storage = dedicated;
 
 -- err(sql): run a statement, show its SQLSTATE and the constraint it broke.
 CREATE FUNCTION pg_temp.err(cmd text) RETURNS text LANGUAGE plpgsql AS $$

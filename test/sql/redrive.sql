@@ -11,6 +11,23 @@ CREATE EXTENSION IF NOT EXISTS queue;
 SET client_min_messages = warning;
 
 -- err(sql): run a statement, show "SQLSTATE: message" instead of failing.
+-- qt(queue, kind) and qk(queue, kind): the table behind a queue's rows of
+-- a kind (q messages, g groups, d deduplication ids, a receive attempts)
+-- and the condition that picks them ('' for a dedicated queue's own), in
+-- either layout (DESIGN.md "Storage").
+CREATE FUNCTION pg_temp.qt(q text, kind text) RETURNS text LANGUAGE sql AS $qt$
+	SELECT CASE WHEN r.dedicated THEN format('queue_data.%s%s', kind, r.queue_id)
+		ELSE 'queue_data.' || CASE kind WHEN 'q' THEN CASE WHEN r.fifo THEN 'fifo_messages' ELSE 'messages' END
+			WHEN 'g' THEN 'groups' WHEN 'd' THEN 'dedup_ids' ELSE 'receive_attempts' END END
+	FROM queue._queues r WHERE r.queue_name = q
+$qt$;
+CREATE FUNCTION pg_temp.qk(q text, kind text) RETURNS text LANGUAGE sql AS $qk$
+	SELECT CASE WHEN r.dedicated THEN ''
+		WHEN kind IN ('d', 'a') THEN format('queue_id = %s AND ', r.queue_id)
+		ELSE format('store_id = %s AND ', coalesce(r.store_id, r.queue_id)) END
+	FROM queue._queues r WHERE r.queue_name = q
+$qk$;
+
 CREATE FUNCTION pg_temp.err(cmd text) RETURNS text LANGUAGE plpgsql AS $$
 BEGIN
 	EXECUTE cmd;
@@ -113,8 +130,8 @@ SELECT pg_temp.kill('rd_a', 'young'), pg_temp.kill('rd_a', 'old'), pg_temp.kill(
 -- worker cannot sweep them first
 BEGIN;
 DO $$ BEGIN
-	EXECUTE format('UPDATE queue_data.q%s SET sent_at = sent_at - interval ''2 minutes'' WHERE body IN (''old'', ''old_b'')',
-				   (SELECT queue_id FROM queue.queues WHERE queue_name = 'rd_dlq'));
+	EXECUTE format('UPDATE %s SET sent_at = sent_at - interval ''2 minutes'' WHERE %sbody IN (''old'', ''old_b'')',
+				   pg_temp.qt('rd_dlq', 'q'), pg_temp.qk('rd_dlq', 'q'));
 END $$;
 SELECT queue.redrive('rd_dlq');
 SELECT pg_temp.bag('rd_a') AS a, pg_temp.bag('rd_b') AS b;
@@ -143,8 +160,8 @@ RESET ROLE;
 SELECT pg_temp.bag('rd_fdlq') AS fdlq, pg_temp.bag('rd_fsrc') AS fsrc;
 BEGIN;
 DO $$ BEGIN
-	EXECUTE format('UPDATE queue_data.q%s SET sent_at = sent_at - interval ''2 minutes'' WHERE body = ''f2''',
-				   (SELECT queue_id FROM queue.queues WHERE queue_name = 'rd_fdlq'));
+	EXECUTE format('UPDATE %s SET sent_at = sent_at - interval ''2 minutes'' WHERE %sbody = ''f2''',
+				   pg_temp.qt('rd_fdlq', 'q'), pg_temp.qk('rd_fdlq', 'q'));
 END $$;
 SELECT queue.redrive('rd_fdlq');
 SELECT string_agg(body, ' ' ORDER BY message_id) AS fsrc FROM queue.peek('rd_fsrc');

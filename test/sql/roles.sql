@@ -6,6 +6,9 @@
 -- refuse the others.  Roles are cluster-wide: all are queue_test_roles_*
 -- and dropped at the end.  Output is booleans, counts and SQLSTATEs.
 CREATE EXTENSION IF NOT EXISTS queue;
+-- The dedicated layout, whatever queue.default_storage the suite runs with:
+-- it drops a queue's own table behind the extension's back; storage.sql covers a shared queue's roles.
+SET queue.default_storage = dedicated;
 SET client_min_messages = warning;
 
 CREATE FUNCTION pg_temp.err(cmd text) RETURNS text LANGUAGE plpgsql AS $$

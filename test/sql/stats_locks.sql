@@ -5,6 +5,9 @@
 -- kept.  read_locks(): the AccessShareLocks this backend holds on the
 -- queues' tables and indexes.
 CREATE EXTENSION IF NOT EXISTS queue;
+-- The dedicated layout, whatever queue.default_storage the suite runs with:
+-- it checks the locks queue.stats takes on a queue's own tables.
+SET queue.default_storage = dedicated;
 
 CREATE FUNCTION pg_temp.read_locks() RETURNS text LANGUAGE sql AS $$
 	SELECT coalesce(string_agg(c.relname, ' ' ORDER BY c.relname), '(none)')
