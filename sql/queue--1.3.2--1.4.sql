@@ -1168,3 +1168,9 @@ BEGIN
 		DETAIL = 'Only the role that created the consumer, the owner of its queue or a superuser may change it.';
 END
 $$;
+
+/* None of the internal functions above is anyone's to call. */
+REVOKE ALL ON FUNCTION @extschema@._invalidate_shared() FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._invalidate_queue(bigint) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._queue_roles_of(@extschema@._queues) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._queue_roles_trigger() FROM PUBLIC;

@@ -245,12 +245,16 @@ run_tap() {
 	fi
 	echo "=== tap: ${#tests[@]} test file(s) ==="
 	port=$(free_port 65432)
+	as_run sh -c "echo 'queue.default_storage = dedicated' >'$W/tmp/tap.conf'"
 	# PROVE_FLAGS (e.g. --verbose), as PGXS reads it.
 	local prove_flags=()
 	read -r -a prove_flags <<<"${PROVE_FLAGS:-}"
 	for t in "${tests[@]}"; do
 		name=$(basename "$t" .pl)
+		# The TAP files drive the worker over the dedicated layout's tables;
+		# regress and isolation run both layouts.
 		as_run env TESTDIR="$W" PATH="$BINDIR:$W:$PATH" PGPORT="$port" \
+			TEMP_CONFIG="$W/tmp/tap.conf" \
 			PG_REGRESS="$PG_REGRESS" \
 			prove -I "$TAP_LIB" -I "$W" "${prove_flags[@]}" "$t" 2>&1 | tee -a logs/tap.log
 		rc=${PIPESTATUS[0]}

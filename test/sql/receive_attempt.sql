@@ -20,7 +20,9 @@ CREATE TEMP TABLE got (label text, ord bigint, message_id bigint, receipt text,
 	body text, receive_count int, visible_at timestamptz, PRIMARY KEY (label, ord));
 
 -- recv(label, queue, n, attempt, vt): receive, keep the result under label,
--- show the bodies and receive counts in the receive's order.
+-- show the bodies and receive counts (by body: a standard queue's order is
+-- best effort, and differs between the layouts; same() checks that a retry
+-- keeps the order its attempt had).
 CREATE FUNCTION pg_temp.recv(label text, q text, n int, attempt text,
 	vt interval DEFAULT '1 hour') RETURNS text LANGUAGE sql AS $$
 	WITH r AS (
@@ -29,7 +31,7 @@ CREATE FUNCTION pg_temp.recv(label text, q text, n int, attempt text,
 	ins AS (
 		INSERT INTO got SELECT label, r.ordinality, r.message_id, r.receipt, r.body,
 							   r.receive_count, r.visible_at FROM r)
-	SELECT coalesce(string_agg(format('%s(%s)', r.body, r.receive_count), ' ' ORDER BY r.ordinality),
+	SELECT coalesce(string_agg(format('%s(%s)', r.body, r.receive_count), ' ' ORDER BY r.body),
 					'(none)')
 	FROM r
 $$;

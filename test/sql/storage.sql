@@ -43,9 +43,10 @@ SELECT pg_temp.err($$SET queue.default_storage = 'sideways'$$) AS bad_setting;
 SELECT pg_temp.err($$SELECT queue.create('st_null', dedicated => NULL)$$) AS null_layout;
 SELECT pg_temp.err($$SELECT queue.create('st_shared', visibility_timeout => '1 min', dedicated => false)$$) AS other_attributes;
 -- the layout is not an attribute: the same queue, whichever is asked
-SELECT queue.create('st_shared', dedicated => true) = queue_id AS same_id,
-	   queue.create('st_dedicated', dedicated => false) = queue_id AS same_id_too
+SELECT queue.create('st_shared', dedicated => true) = queue_id AS same_id
 FROM queue.queues WHERE queue_name = 'st_shared';
+SELECT queue.create('st_dedicated', dedicated => false) = queue_id AS same_id
+FROM queue.queues WHERE queue_name = 'st_dedicated';
 
 -- a shared create is part of the caller's transaction
 BEGIN;
@@ -191,11 +192,14 @@ SET ROLE queue_test_st_other;
 SELECT count(*) AS received_shared FROM queue.receive('st_owned', 10, visibility_timeout => '0');
 RESET ROLE;
 -- REASSIGN OWNED gives the queue to another role; DROP OWNED drops it
+DO $$ BEGIN EXECUTE format('REVOKE CREATE ON DATABASE %I FROM queue_test_st_owner', current_database()); END $$;
+REVOKE USAGE ON SCHEMA queue FROM queue_test_st_owner;
 REASSIGN OWNED BY queue_test_st_owner TO queue_test_st_other;
 SELECT owner FROM queue.queues WHERE queue_name = 'st_owned';
 SELECT pg_temp.err('DROP ROLE queue_test_st_owner') AS drop_old_owner;
 DROP OWNED BY queue_test_st_other;
 SELECT count(*) AS st_owned FROM queue.queues WHERE queue_name = 'st_owned';
+REVOKE USAGE ON SCHEMA queue FROM queue_test_st_other;
 SELECT pg_temp.err('DROP ROLE queue_test_st_other') AS drop_other;
 
 SELECT queue.drop(queue_name) FROM queue.queues WHERE queue_name LIKE 'st\_%' ORDER BY 1;

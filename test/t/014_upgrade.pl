@@ -279,14 +279,35 @@ sql("ALTER EXTENSION queue UPDATE TO '1.3.2'");
 is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3.2', 'updated to 1.3.2');
 is(sql($peek), $before_peek, '1.3.2: every message unchanged, in delivery order');
 
+# 1.3.2 -> 1.4: shared storage (DESIGN.md "Storage"); nothing moves: every
+# queue that exists stays dedicated, with its tables and messages
+my $own_tables = q(SELECT count(*) FROM pg_class
+	WHERE relnamespace = 'queue_data'::regnamespace AND relname ~ '^[qdag][0-9]');
+my $tables_before = sql($own_tables);
+sql("ALTER EXTENSION queue UPDATE TO '1.4'");
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.4', 'updated to 1.4');
+is(sql($peek), $before_peek, '1.4: every message unchanged, in delivery order');
+is(sql("SELECT count(*) FROM queue.queues WHERE NOT dedicated"), '0', '1.4: every queue stays dedicated');
+cmp_ok($tables_before, '>', 0, '1.3.2 had dedicated tables');
+is(sql($own_tables), $tables_before, '1.4: the dedicated tables are all there');
+# a shared queue works beside the old ones
+is(sql(q(
+SELECT queue.create('up_shared', dedicated => false) > 0;
+SELECT count(*) FROM queue.send('up_shared', 'after 1.4');
+SELECT string_agg(body, ',') FROM queue.receive('up_shared', 10);
+SELECT dedicated FROM queue.queues WHERE queue_name = 'up_shared';
+SELECT queue.drop('up_shared');
+)), "t\n1\nafter 1.4\nf\nt", '1.4: a shared queue works');
+$before_peek = sql($peek);
+
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
 $node->safe_psql('fresh', q(
 CREATE EXTENSION queue;
 GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
 ));
-is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3.2',
-	'a fresh install is 1.3.2');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.4',
+	'a fresh install is 1.4');
 sub schema_dump
 {
 	my ($db) = @_;
@@ -338,7 +359,7 @@ like($err, qr/schema "queue" is owned by role "up_squatter", who is not a superu
 is($node->safe_psql('squatted', "SELECT count(*) FROM pg_extension WHERE extname = 'queue'"), '0',
 	'and installs nothing');
 $node->safe_psql('squatted', 'DROP SCHEMA queue; CREATE SCHEMA queue; CREATE EXTENSION queue');
-is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.3.2',
+is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.4',
 	'a schema queue that a superuser made is used');
 
 $node->stop;
