@@ -668,7 +668,8 @@ BEGIN
 				('UPDATE', q.receive_roles), ('TRUNCATE', q.manage_roles)) p(priv, roles),
 				unnest(p.roles) x LOOP
 			EXECUTE pg_catalog.format('GRANT %s ON TABLE queue_data.q%s TO %s', g.priv, q.queue_id,
-				CASE WHEN g.role::oid = 0 THEN 'PUBLIC' ELSE pg_catalog.quote_ident(g.role::text) END);
+				/* regrole's text is the name already quoted as an identifier */
+				CASE WHEN g.role::oid = 0 THEN 'PUBLIC' ELSE g.role::text END);
 		END LOOP;
 		UPDATE @extschema@._queues r SET dedicated = true, store_id = NULL, owner = NULL,
 			send_roles = NULL, receive_roles = NULL, manage_roles = NULL
