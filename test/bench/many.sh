@@ -69,6 +69,9 @@ MANYQ_SYNC=${MANYQ_SYNC:-off}
 MANYQ_PREFILL=${MANYQ_PREFILL:-100}
 MANYQ_SECS=${MANYQ_SECS:-$SECS}
 MN=$MANYQ_QUEUES
+# the layout of the queues (DESIGN.md "Storage"): shared (the default) or
+# dedicated, set on the database so every session of the section has it
+MANYQ_STORAGE=${MANYQ_STORAGE:-shared}
 
 mpsql() { "$BINDIR/psql" -X -q -v ON_ERROR_STOP=1 -h "$BENCH_DIR" -p "$PORT" -U postgres -d "$1" "${@:2}"; }
 mval() { mpsql "$1" -At -c "$2"; }
@@ -117,7 +120,9 @@ DROP DATABASE IF EXISTS manyq_floor WITH (FORCE);
 CREATE DATABASE manyq;
 CREATE DATABASE manyq_floor;
 SQL
-mpsql manyq -c "SET client_min_messages = warning" -c "CREATE EXTENSION queue"
+mpsql manyq -c "SET client_min_messages = warning" -c "CREATE EXTENSION queue" \
+	-c "ALTER DATABASE manyq SET queue.default_storage = '$MANYQ_STORAGE'"
+echo "# queues: $MANYQ_STORAGE"
 # the floor's tables go in a schema of their own, counted as queue_data is
 mpsql manyq_floor -c "CREATE SCHEMA floor"
 seq 1 "$MN" | awk '{ printf "SELECT queue.create('"'"'m%d'"'"');\n", $1 }' >"$BENCH_DIR/many_create.sql"
