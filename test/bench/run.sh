@@ -222,6 +222,10 @@ fi
 # fifo.
 cycle_one() {
 	local kind=$1 c=$2 b=$3 sync=$4 groups=${5:-1} q=$QUEUE before got s r d
+	# <kind>_ded: the same on a dedicated queue (DESIGN.md "Storage");
+	# the others are shared
+	BENCH_DEDICATED=false
+	case $kind in *_ded) BENCH_DEDICATED=true; kind=${kind%_ded} ;; esac
 	case $kind in
 	floor_*)
 		reset_floor "${kind#floor_}" "$PREFILL"
@@ -342,6 +346,10 @@ measure() {
 # --- 1. throughput, per synchronous_commit setting ------------------------------
 
 EXT_KINDS=(); [ "$EXT" = 1 ] && EXT_KINDS=(std)
+# STORAGE_PAIRS=1: each full cycle also on a dedicated queue, interleaved
+# with the shared one in the same runs (shared/dedicated printed)
+STORAGE_PAIRS=${STORAGE_PAIRS:-1}
+CYCLE_KINDS=("${EXT_KINDS[@]}"); [ "$EXT" = 1 ] && [ "$STORAGE_PAIRS" = 1 ] && CYCLE_KINDS+=(std_ded)
 have_op() { [[ " $OPS " == *" $1 "* ]]; }
 
 for sync in $SYNC_COMMITS; do
@@ -404,7 +412,7 @@ for sync in $SYNC_COMMITS; do
 		for b in $BATCHES; do
 			sh="c${c}_b${b}_$sync"
 			echo "-- full cycle, $c clients, batch $b, synchronous_commit $sync (msgs/s = cycles/s x batch) $(el)"
-			measure "cycle $sh" cycle_one "$c" "$b" "$sync" -- floor_pk floor_idx "${EXT_KINDS[@]}"
+			measure "cycle $sh" cycle_one "$c" "$b" "$sync" -- floor_pk floor_idx "${CYCLE_KINDS[@]}"
 			result "cycle_floor_pk_$sh" "${MED[floor_pk]}" msgs/s 0 -
 			result "cycle_floor_idx_$sh" "${MED[floor_idx]}" msgs/s 0 -
 			f=$(bigger "${MED[floor_pk]}" "${MED[floor_idx]}")
@@ -413,6 +421,8 @@ for sync in $SYNC_COMMITS; do
 				vb=""
 				[ -n "${RES[floor_b_$sh]:-}" ] && vb="vs_b=$(ratio "${MED[std]}" "${RES[floor_b_$sh]}")"
 				result "cycle_std_$sh" "${MED[std]}" msgs/s 0 "$f" $vb
+				[ "$STORAGE_PAIRS" = 1 ] && result "cycle_std_dedicated_$sh" "${MED[std_ded]}" msgs/s 0 "$f" \
+					"shared/dedicated=$(ratio "${MED[std]}" "${MED[std_ded]}")"
 			fi
 		done
 	done
@@ -428,9 +438,14 @@ for sync in $SYNC_COMMITS; do
 		# the disk's drift between two measurements (fsync times here vary
 		# by half within minutes).
 		fifo_g() {
-			if [ "$1" = std ]; then cycle_one std "$2" "$3" "$4"
-			else cycle_one fifo "$2" "$3" "$4" "$1"; fi
+			case $1 in
+			std) cycle_one std "$2" "$3" "$4" ;;
+			*_ded) cycle_one fifo_ded "$2" "$3" "$4" "${1%_ded}" ;;
+			*) cycle_one fifo "$2" "$3" "$4" "$1" ;;
+			esac
 		}
+		ded_groups=""
+		[ "$STORAGE_PAIRS" = 1 ] && for g in $FIFO_GROUPS; do ded_groups+=" ${g}_ded"; done
 		# the floor and the standard queue of this shape, if not measured above
 		if [ -z "${RES[cycle_std_$sh]:-}" ]; then
 			measure "cycle $sh" cycle_one "$c" "$b" "$sync" -- floor_pk floor_idx std
@@ -442,11 +457,13 @@ for sync in $SYNC_COMMITS; do
 		s=${RES[cycle_std_$sh]}
 		measure "dedup $sh" cycle_one "$c" "$b" "$sync" -- std_dedup
 		result "cycle_std_dedup_$sh" "${MED[std_dedup]}" msgs/s 0 "$f" "vs_std=$(ratio "${MED[std_dedup]}" "$s")"
-		measure "fifo $sh" fifo_g "$c" "$b" "$sync" -- std $FIFO_GROUPS
+		measure "fifo $sh" fifo_g "$c" "$b" "$sync" -- std $FIFO_GROUPS $ded_groups
 		s=${MED[std]}
 		result "cycle_std_with_fifo_$sh" "$s" msgs/s 0 "$f"
 		for g in $FIFO_GROUPS; do
 			result "cycle_fifo_g${g}_$sh" "${MED[$g]}" msgs/s 0 "$f" "vs_std=$(ratio "${MED[$g]}" "$s")"
+			[ "$STORAGE_PAIRS" = 1 ] && result "cycle_fifo_dedicated_g${g}_$sh" "${MED[${g}_ded]}" msgs/s 0 "$f" \
+				"shared/dedicated=$(ratio "${MED[$g]}" "${MED[${g}_ded]}")"
 		done
 	done
 done
