@@ -187,7 +187,7 @@ extern uint64 queue_dead_letter_sweep(QueueMeta *q, TimestampTz since,
 extern char *queue_name_of(int64 id);
 
 /* vacuum.c */
-extern void queue_vacuum_if_churned(int64 queue_id, bool fifo, int64 g_blocks,
+extern void queue_vacuum_if_churned(int64 queue_id, bool fifo, bool shared, int64 g_blocks,
 									int64 *last, int64 *last_g);
 
 /* durability.c */

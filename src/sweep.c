@@ -549,7 +549,7 @@ vacuum_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 {
 	PG_TRY();
 	{
-		queue_vacuum_if_churned(q->id, q->fifo, q->g_blocks, &sq->vacuumed_churn,
+		queue_vacuum_if_churned(q->id, q->fifo, q->shared, q->g_blocks, &sq->vacuumed_churn,
 								&sq->vacuumed_g_churn);
 	}
 	PG_CATCH();
@@ -645,8 +645,7 @@ queue_sweep_pass(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 {
 	MemoryContext outer = MemoryContextSwitchTo(cxt);
 
-	if (!q->shared)				/* the shared tables are autovacuum's */
-		vacuum_queue(q, sq, cxt);
+	vacuum_queue(q, sq, cxt);
 	if (q->has_dlq)
 		sweep_dead_letters(q, sq, cxt);
 

@@ -35,12 +35,18 @@
 #define QUEUE_VACUUM_MAX_CHURN	10000
 
 
-/* VACUUM queue_data.<kind><id>. */
+/*
+ * VACUUM queue_data.<kind><id>, or the shared table of that kind (the
+ * tables of every shared queue: one that churns has it vacuumed, as a
+ * dedicated queue has its own).
+ */
 static void
-vacuum_table(char kind, int64 queue_id)
+vacuum_table(char kind, int64 queue_id, bool shared, bool fifo)
 {
 	VacuumStmt *stmt = makeNode(VacuumStmt);
-	char	   *relname = psprintf("%c" INT64_FORMAT, kind, queue_id);
+	char	   *relname = shared ?
+		pstrdup(queue_shared_table(kind, fifo) + strlen("queue_data.")) :
+		psprintf("%c" INT64_FORMAT, kind, queue_id);
 
 	/*
 	 * Never wait for a lock, and leave the table's length alone: a
@@ -68,7 +74,7 @@ vacuum_table(char kind, int64 queue_id)
  * are the caller's to catch.
  */
 void
-queue_vacuum_if_churned(int64 queue_id, bool fifo, int64 g_blocks,
+queue_vacuum_if_churned(int64 queue_id, bool fifo, bool shared, int64 g_blocks,
 						int64 *last, int64 *last_g)
 {
 	int64		c[QC_NUM];
@@ -111,12 +117,12 @@ queue_vacuum_if_churned(int64 queue_id, bool fifo, int64 g_blocks,
 		if (vacuum_q)
 		{
 			*last = churn;
-			vacuum_table('q', queue_id);
+			vacuum_table('q', queue_id, shared, fifo);
 		}
 		if (vacuum_g)
 		{
 			*last_g = churn;
-			vacuum_table('g', queue_id);
+			vacuum_table('g', queue_id, shared, fifo);
 		}
 	}
 	PG_FINALLY();
