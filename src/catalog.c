@@ -290,10 +290,16 @@ load_grants(CacheEntry *e)
 	}
 }
 
-/* Free what an entry holds besides itself, before it is rebuilt or removed. */
+/*
+ * Free what an entry holds besides itself, before it is rebuilt or removed
+ * (its plans released first: queue_release_plans).
+ */
 static void
 free_entry(CacheEntry *e)
 {
+	if (e->meta.plans != NULL)
+		pfree(e->meta.plans);
+	e->meta.plans = NULL;
 	for (int p = 0; p < 3; p++)
 	{
 		if (e->meta.grantees[p] != NULL)
@@ -404,6 +410,8 @@ load_entry(CacheEntry *e, text *name)
 static bool
 has_plans(QueueMeta *q)
 {
+	if (q->plans == NULL)
+		return false;
 	for (int i = 0; i < QP_NUM_PLANS; i++)
 		if (q->plans[i] != NULL)
 			return true;
@@ -517,7 +525,8 @@ lookup_once(text *name, bool missing_ok)
 		queue_release_plans(&e->meta);
 		free_entry(e);
 	}
-	memset(&e->meta.plans, 0, sizeof(e->meta.plans));
+	if (!found)
+		e->meta.plans = NULL;
 	memset(&e->meta.grantees, 0, sizeof(e->meta.grantees));
 	memset(&e->meta.ngrantees, 0, sizeof(e->meta.ngrantees));
 	e->meta.owner = InvalidOid;

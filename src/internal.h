@@ -115,7 +115,9 @@ typedef struct QueueMeta
 	Oid			owner;
 	int			ngrantees[3];	/* per QueuePriv */
 	Oid		   *grantees[3];	/* InvalidOid: PUBLIC; in CacheMemoryContext */
-	SPIPlanPtr	plans[QP_NUM_PLANS];
+	SPIPlanPtr *plans;			/* QP_NUM_PLANS, made at the first plan kept
+								 * here (a shared queue keeps only its
+								 * dead-letter move's: plans.c) */
 	/* FIFO queues, looked up when first needed (group_rows.c) */
 	Oid			group_relid;	/* queue_data.g<id> */
 	Oid			group_pkey;		/* its primary key */

@@ -22,6 +22,7 @@
 #include "optimizer/planner.h"
 #include "parser/parsetree.h"
 #include "utils/lsyscache.h"
+#include "utils/memutils.h"
 
 #include "internal.h"
 
@@ -607,7 +608,12 @@ queue_plan(QueueMeta *q, QueuePlanKind kind)
 	SPIPlanPtr *slot;
 
 	if (kind == QP_MOVE_TO_DLQ || !q->shared)
+	{
+		if (q->plans == NULL)
+			q->plans = MemoryContextAllocZero(CacheMemoryContext,
+											  QP_NUM_PLANS * sizeof(SPIPlanPtr));
 		slot = &q->plans[kind];
+	}
 	else
 		slot = &shared_plans[q->fifo ? 1 : 0][kind];
 	if (*slot == NULL)
@@ -789,6 +795,8 @@ queue_keep_plan(const char *sql, int nargs, Oid *types)
 void
 queue_release_plans(QueueMeta *q)
 {
+	if (q->plans == NULL)
+		return;
 	for (int i = 0; i < QP_NUM_PLANS; i++)
 	{
 		if (q->plans[i] != NULL)
