@@ -540,8 +540,12 @@ BEGIN
 		retry_delay, false, caller::regrole)
 	RETURNING r.queue_id INTO q.queue_id;
 	PERFORM @extschema@._reset_counters(q.queue_id, false);
-	/* Workers re-read the registry on this (worker.c). */
-	PERFORM @extschema@._invalidate('@extschema@._queues'::regclass);
+	/*
+	 * No invalidation: the worker lists the queues again within 10 s
+	 * anyway (worker.c), and a new queue has nothing to sweep before then;
+	 * sending one per create would have every backend rebuild its entry of
+	 * the registry, and the worker list every queue, at each create.
+	 */
 	RETURN q.queue_id;
 END
 $$;

@@ -47,6 +47,7 @@
 #include "storage/proc.h"
 #include "utils/acl.h"
 #include "utils/builtins.h"
+#include "utils/hsearch.h"
 #include "utils/inval.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -350,6 +351,21 @@ queue_caller_search_path_sql(PG_FUNCTION_ARGS)
 	PG_RETURN_TEXT_P(cstring_to_text(caller_search_path));
 }
 
+/*
+ * The prepared statements of the administrative calls, by the calling
+ * function's OID, for the life of the backend: one statement per call site
+ * (fn_extra) would prepare again at every statement of a session that
+ * creates queues one statement at a time.  The plan cache re-plans a
+ * statement when the function it calls is replaced.
+ */
+typedef struct AdminPlan
+{
+	Oid			fn;				/* hash key */
+	AdminCall	call;
+} AdminPlan;
+
+static HTAB *admin_plans = NULL;
+
 Datum
 queue_admin_call(PG_FUNCTION_ARGS)
 {
@@ -370,12 +386,22 @@ queue_admin_call(PG_FUNCTION_ARGS)
 	caller_search_path_lxid = QueueMyLocalXid();
 	queue_enter(&call);
 	SPI_connect();
+	if (ac == NULL && admin_plans != NULL)
+	{
+		AdminPlan  *ap = hash_search(admin_plans, &fcinfo->flinfo->fn_oid, HASH_FIND, NULL);
+
+		if (ap != NULL)
+			ac = fcinfo->flinfo->fn_extra = &ap->call;
+	}
 	if (ac == NULL)
 	{
 		Oid			fn = fcinfo->flinfo->fn_oid;
+		AdminPlan  *ap;
+		bool		found;
 		Oid		   *declared;
 		int			nargs;
 		Oid		   *types;
+		SPIPlanPtr	plan;
 		StringInfoData sql;
 
 		(void) get_func_signature(fn, &declared, &nargs);
@@ -391,12 +417,24 @@ queue_admin_call(PG_FUNCTION_ARGS)
 		types[nargs] = OIDOID;
 		appendStringInfo(&sql, "$%d)", nargs + 1);
 
-		ac = MemoryContextAllocZero(fcinfo->flinfo->fn_mcxt, sizeof(AdminCall));
-		ac->nargs = nargs;
-		ac->plan = SPI_prepare(sql.data, nargs + 1, types);
-		if (ac->plan == NULL)
+		if (admin_plans == NULL)
+		{
+			HASHCTL		ctl;
+
+			ctl.keysize = sizeof(Oid);
+			ctl.entrysize = sizeof(AdminPlan);
+			ctl.hcxt = TopMemoryContext;
+			admin_plans = hash_create("queue administrative calls", 32, &ctl,
+									  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
+		}
+		plan = SPI_prepare(sql.data, nargs + 1, types);
+		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(ac->plan);
+		SPI_keepplan(plan);
+		ap = hash_search(admin_plans, &fn, HASH_ENTER, &found);
+		ap->call.nargs = nargs;
+		ap->call.plan = plan;
+		ac = &ap->call;
 		fcinfo->flinfo->fn_extra = ac;
 	}
 

@@ -58,7 +58,8 @@ static uint64 use_tick = 0;
 static HTAB *queue_cache = NULL;
 static QueueMeta *lookup_once(text *name, bool missing_ok);
 static SPIPlanPtr lookup_plan = NULL;
-static SPIPlanPtr grants_plan = NULL;
+static Oid	lookup_queues_relid = InvalidOid;	/* queue._queues, for lookup_plan */
+static bool lookup_stale = false;
 
 /*
  * Bumped by every invalidation we hear of.  A lookup whose registry read
@@ -80,6 +81,8 @@ queue_relcache_callback(Datum arg, Oid relid)
 	CacheEntry *e;
 
 	inval_count++;
+	if (relid == InvalidOid || relid == lookup_queues_relid)
+		lookup_stale = true;
 	if (queue_cache == NULL)
 		return;
 	hash_seq_init(&status, queue_cache);
@@ -248,43 +251,18 @@ oid_array(Datum d, bool isnull, Oid **out)
 	return n;
 }
 
-/* A shared queue's owner and grants (1.4's columns: only shared queues have them). */
+/* A shared queue's owner and grants: columns 19-22 of the lookup. */
 static void
-load_grants(CacheEntry *e)
+load_grants(CacheEntry *e, HeapTuple tup, TupleDesc desc)
 {
-	Datum		arg = Int64GetDatum(e->meta.id);
-	HeapTuple	tup;
-	TupleDesc	desc;
 	bool		isnull;
-	int			rc;
 
-	if (grants_plan == NULL)
-	{
-		Oid			argtypes[1] = {INT8OID};
-		SPIPlanPtr	plan;
-
-		plan = SPI_prepare("SELECT owner::pg_catalog.oid, send_roles::pg_catalog.oid[],"
-						   " receive_roles::pg_catalog.oid[], manage_roles::pg_catalog.oid[]"
-						   " FROM queue._queues WHERE queue_id = $1", 1, argtypes);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
-		grants_plan = plan;
-	}
-	rc = SPI_execute_snapshot(grants_plan, &arg, NULL, GetLatestSnapshot(),
-							  InvalidSnapshot, true, false, 1);
-	if (rc != SPI_OK_SELECT)
-		elog(ERROR, "queue grants lookup failed: %s", SPI_result_code_string(rc));
-	if (SPI_processed == 0)
-		return;
-	tup = SPI_tuptable->vals[0];
-	desc = SPI_tuptable->tupdesc;
-	e->meta.owner = DatumGetObjectId(SPI_getbinval(tup, desc, 1, &isnull));
+	e->meta.owner = DatumGetObjectId(SPI_getbinval(tup, desc, 19, &isnull));
 	if (isnull)
 		e->meta.owner = InvalidOid;
 	for (int p = 0; p < 3; p++)
 	{
-		Datum		d = SPI_getbinval(tup, desc, p + 2, &isnull);
+		Datum		d = SPI_getbinval(tup, desc, p + 20, &isnull);
 
 		e->meta.ngrantees[p] = oid_array(d, isnull, &e->meta.grantees[p]);
 	}
@@ -319,28 +297,46 @@ load_entry(CacheEntry *e, text *name)
 	bool		isnull;
 	int			rc;
 
+	if (lookup_plan != NULL && lookup_stale)
+	{
+		SPI_freeplan(lookup_plan);
+		lookup_plan = NULL;
+	}
 	if (lookup_plan == NULL)
 	{
 		Oid			argtypes[1] = {TEXTOID};
+		Oid			nsp = get_namespace_oid("queue", false);
 		SPIPlanPtr	plan;
+		const char *layout;
 
-		plan = SPI_prepare("SELECT queue_id, fifo, visibility_timeout,"
-						   " delay, retention, max_message_size, receive_wait,"
-						   " content_based_deduplication, deduplication_window,"
-						   " deduplication_scope = 'message_group',"
-						   " coalesce(max_receive_count, 0), dead_letter_queue,"
-						   " (SELECT d.queue_name FROM queue._queues d"
-						   "  WHERE d.queue_id = r.dead_letter_queue),"
-		/* 1.3's column, read so that a database still at 1.2 works too */
-						   " coalesce((to_jsonb(r) ->> 'retry_delay')::interval, '0'),"
-		/* 1.4's layout (DESIGN.md "Storage"): before it, all dedicated */
-						   " NOT coalesce((to_jsonb(r) ->> 'dedicated')::boolean, true),"
-						   " coalesce((to_jsonb(r) ->> 'store_id')::bigint, r.queue_id),"
-						   " (SELECT NOT coalesce((to_jsonb(d) ->> 'dedicated')::boolean, true)"
-						   "  FROM queue._queues d WHERE d.queue_id = r.dead_letter_queue),"
-						   " (SELECT d.fifo FROM queue._queues d"
-						   "  WHERE d.queue_id = r.dead_letter_queue)"
-						   " FROM queue._queues r WHERE queue_name = $1",
+		/*
+		 * The registry's columns as this database's version has them: 1.3
+		 * added retry_delay, 1.4 the layout and a shared queue's owner and
+		 * grants (before it, every queue is dedicated).  Made again after
+		 * a change to the registry table (an ALTER EXTENSION UPDATE).
+		 */
+		lookup_queues_relid = get_relname_relid("_queues", nsp);
+		lookup_stale = false;
+		if (get_attnum(lookup_queues_relid, "dedicated") != InvalidAttrNumber)
+			layout = " NOT r.dedicated, coalesce(r.store_id, r.queue_id),"
+				" NOT d.dedicated, d.fifo, r.owner::pg_catalog.oid,"
+				" r.send_roles::pg_catalog.oid[], r.receive_roles::pg_catalog.oid[],"
+				" r.manage_roles::pg_catalog.oid[]";
+		else
+			layout = " false, r.queue_id, false, d.fifo, NULL::pg_catalog.oid,"
+				" NULL::pg_catalog.oid[], NULL::pg_catalog.oid[], NULL::pg_catalog.oid[]";
+		plan = SPI_prepare(psprintf("SELECT r.queue_id, r.fifo, r.visibility_timeout,"
+									" r.delay, r.retention, r.max_message_size, r.receive_wait,"
+									" r.content_based_deduplication, r.deduplication_window,"
+									" r.deduplication_scope = 'message_group',"
+									" coalesce(r.max_receive_count, 0), r.dead_letter_queue,"
+									" d.queue_name, %s, %s"
+									" FROM queue._queues r"
+									" LEFT JOIN queue._queues d ON d.queue_id = r.dead_letter_queue"
+									" WHERE r.queue_name = $1",
+									get_attnum(lookup_queues_relid, "retry_delay") != InvalidAttrNumber ?
+									"r.retry_delay" : "'0'::pg_catalog.interval",
+									layout),
 						   1, argtypes);
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
@@ -399,7 +395,7 @@ load_entry(CacheEntry *e, text *name)
 	e->meta.dlq_shared = DatumGetBool(SPI_getbinval(tup, desc, 17, &isnull)) && !isnull;
 	e->meta.dlq_fifo = DatumGetBool(SPI_getbinval(tup, desc, 18, &isnull)) && !isnull;
 	if (e->meta.shared)
-		load_grants(e);
+		load_grants(e, tup, desc);
 	e->meta.group_relid = InvalidOid;
 	e->meta.group_pkey = InvalidOid;
 	e->meta.msg_group_idx = InvalidOid;
