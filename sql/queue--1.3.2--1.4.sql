@@ -60,19 +60,7 @@ CREATE INDEX messages_visible ON queue_data.messages (store_id, visible_at, mess
 COMMENT ON TABLE queue_data.messages IS 'messages of the shared standard queues';
 
 CREATE TABLE queue_data.fifo_messages (
-	message_id bigint NOT NULL,
-	visible_at timestamptz NOT NULL,
-	sent_at timestamptz NOT NULL,
-	receipt bigint,
-	sequence_number bigint,
-	first_received_at timestamptz,
-	receive_count integer NOT NULL DEFAULT 0,
-	message_group_id text COLLATE "C",
-	deduplication_id text,
-	attributes jsonb,
-	source_queue_id bigint,
-	body text NOT NULL,
-	store_id bigint NOT NULL,
+	LIKE queue_data.messages INCLUDING DEFAULTS,
 	CONSTRAINT fifo_messages_pkey PRIMARY KEY (store_id, message_id)
 ) WITH (fillfactor = 90, autovacuum_vacuum_scale_factor = 0.01,
         autovacuum_vacuum_insert_scale_factor = 0.01);
