@@ -21,11 +21,13 @@
 #include "postgres.h"
 
 #include "access/xact.h"
+#include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
@@ -332,18 +334,26 @@ queue_sweep_list(bool *extension_exists)
 	*extension_exists = OidIsValid(get_extension_oid("queue", true));
 	if (*extension_exists)
 	{
+		/* 1.4's layout (DESIGN.md "Storage"); before it, all dedicated */
+		Oid			nsp = get_namespace_oid("queue", false);
+		bool		has_layout = get_attnum(get_relname_relid("_queues", nsp),
+											"dedicated") != InvalidAttrNumber;
+
 		SPI_connect();
 		PushActiveSnapshot(GetTransactionSnapshot());
-		if (SPI_execute("SELECT queue_id, fifo,"
-						" (extract(epoch FROM retention) * 1000000)::int8,"
-						" (extract(epoch FROM deduplication_window) * 1000000)::int8,"
-						" dead_letter_queue IS NOT NULL, queue_name,"
-						" CASE WHEN fifo THEN pg_catalog.pg_relation_size(pg_catalog.to_regclass("
-						"  'queue_data.g' || queue_id)) END,"
-		/* 1.4's layout (DESIGN.md "Storage"); before it, all dedicated */
-						" NOT coalesce((pg_catalog.to_jsonb(r) ->> 'dedicated')::bool, true),"
-						" coalesce((pg_catalog.to_jsonb(r) ->> 'store_id')::int8, queue_id)"
-						" FROM queue._queues r ORDER BY queue_id", true, 0) != SPI_OK_SELECT)
+
+		/* (no order: each queue's sweep is its own, kept by id in a hash) */
+		if (SPI_execute(psprintf("SELECT queue_id, fifo,"
+								 " (extract(epoch FROM retention) * 1000000)::int8,"
+								 " (extract(epoch FROM deduplication_window) * 1000000)::int8,"
+								 " dead_letter_queue IS NOT NULL, queue_name,"
+								 " CASE WHEN fifo AND %s THEN pg_catalog.pg_relation_size("
+								 "  pg_catalog.to_regclass('queue_data.g' || queue_id)) END,"
+								 " %s FROM queue._queues r",
+								 has_layout ? "r.dedicated" : "true",
+								 has_layout ? "NOT r.dedicated, coalesce(r.store_id, r.queue_id)" :
+								 "false, r.queue_id"),
+						true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not list queues");
 		for (uint64 r = 0; r < SPI_processed; r++)
 		{
