@@ -384,6 +384,8 @@ extern void queue_forget_counters_at_commit(int64 queue_id);
 extern bool queue_counters_read(int64 queue_id, int64 *counts);
 extern void queue_note_arrival(int64 queue_id, int64 n);
 extern int64 queue_arrival_count(int64 queue_id);
+extern bool queue_take_active(bool all, int64 *ids, int *nids);
+extern void queue_note_change(int64 queue_id);
 extern void queue_prepare_gid(const char *gid);
 extern void queue_finish_prepared(const char *gid, bool commit);
 
@@ -412,6 +414,7 @@ typedef struct QueueCounterEntry
 	int64		queue_id;		/* 0: a dropped queue's slot, reusable */
 	pg_atomic_uint64 c[QC_NUM];
 	pg_atomic_uint64 arrived;	/* messages put in by moves, not sends */
+	pg_atomic_uint32 active;	/* 1: named to its worker since it last looked */
 } QueueCounterEntry;
 
 /*
@@ -419,6 +422,7 @@ typedef struct QueueCounterEntry
  * reports to the launcher, and what others ask of it.  Guarded by lock.
  */
 #define QUEUE_MAX_DBS		1024
+#define QUEUE_ACTIVE_IDS	128
 
 typedef struct QueueDbSlot
 {
@@ -429,6 +433,15 @@ typedef struct QueueDbSlot
 	TimestampTz stop_requested; /* DROP DATABASE asked it to leave, or 0 */
 	char		prepared_gid[GIDSIZE];	/* wanted once this GID commits */
 	Latch	   *latch;			/* its worker's, to wake it (failed.c) */
+	/*
+	 * The queues a commit changed since the worker last looked (stats.c):
+	 * the worker visits those and the ones whose time came, not every
+	 * queue.  Overflow (or a change to a queue without a counter slot):
+	 * the worker visits them all.
+	 */
+	int			nactive;
+	bool		active_overflow;
+	int64		active[QUEUE_ACTIVE_IDS];
 } QueueDbSlot;
 
 /*
@@ -495,6 +508,8 @@ typedef struct SweptQueue
 	TimestampTz lap_due;		/* no message can expire before this */
 	TimestampTz windows_due;	/* nor a deduplication id or attempt */
 	TimestampTz dlq_since;		/* leases ending after this not yet checked */
+	TimestampTz dlq_due;		/* ... and none ends before this */
+	bool		windows_empty;	/* no id nor attempt at its last look */
 	int64		empty_arrivals; /* found empty after this many arrivals, or -1 */
 	int64		vacuumed_churn; /* its churn at its last vacuum (vacuum.c) */
 	int64		vacuumed_g_churn;	/* ... at its group table's last vacuum */
@@ -505,6 +520,13 @@ typedef struct SweptQueue
 	TimestampTz lap_oldest;		/* least sent_at left behind, or DT_NOEND */
 	int64		lap_arrivals;	/* arrivals read before the lap began */
 	bool		seen;
+	bool		active;			/* a commit changed it since the last pass */
+	/* its row as last listed: a change makes everything due */
+	int64		listed_retention;
+	int64		listed_dedup_window;
+	int64		listed_store_id;
+	bool		listed_has_dlq;
+	bool		listed_shared;
 } SweptQueue;
 
 typedef struct QueueRow
@@ -518,11 +540,14 @@ typedef struct QueueRow
 	int64		g_blocks;		/* FIFO: its group table's size, as listed */
 	bool		shared;			/* DESIGN.md "Storage" */
 	int64		store_id;		/* shared: the key of its messages */
+	SweptQueue *sq;				/* its sweep state (worker.c's hash) */
 } QueueRow;
 
 extern bool queue_list_stale;
 extern void queue_list_inval(Datum arg, Oid relid);
-extern List *queue_sweep_list(bool *extension_exists);
+extern void queue_list_check(void);
+extern List *queue_sweep_list(bool *extension_exists, const int64 *ids, int nids);
+extern bool queue_sweep_quiet(QueueRow *q, SweptQueue *sq, TimestampTz now);
 extern void queue_sweep_new(SweptQueue *sq);
 extern void queue_sweep_due_now(SweptQueue *sq);
 extern void queue_sweep_pass(QueueRow *q, SweptQueue *sq, MemoryContext cxt);

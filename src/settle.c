@@ -303,6 +303,8 @@ new_visible_at(FunctionCallInfo fcinfo, int argno, QueueMeta *q, TimestampTz now
 	/* Handing a message back early may let a waiting receiver have it. */
 	if (vt == 0)
 		queue_note_wakeup(q->id);
+	/* A lease that ends sooner may make a dead letter sooner (sweep.c). */
+	queue_note_change(q->id);
 	return now + vt;
 }
 

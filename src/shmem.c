@@ -187,6 +187,7 @@ queue_shmem_startup(void)
 			for (int c = 0; c < QC_NUM; c++)
 				pg_atomic_init_u64(&queue_shared->counters[i].c[c], 0);
 			pg_atomic_init_u64(&queue_shared->counters[i].arrived, 0);
+			pg_atomic_init_u32(&queue_shared->counters[i].active, 0);
 		}
 	}
 	LWLockRelease(AddinShmemInitLock);

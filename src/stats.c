@@ -109,6 +109,7 @@ counter_probe(Oid dbid, int64 queue_id, bool create)
 	for (int c = 0; c < QC_NUM; c++)
 		pg_atomic_write_u64(&reuse->c[c], 0);
 	pg_atomic_write_u64(&reuse->arrived, 0);
+	pg_atomic_write_u32(&reuse->active, 0);
 	reuse->queue_id = queue_id;
 	reuse->dbid = dbid;
 	return reuse;
@@ -188,6 +189,82 @@ queue_arrival_count(int64 queue_id)
 }
 
 /*
+ * A commit changed a queue (e its counter slot, NULL when it has none):
+ * name it to this database's worker, once until the worker looks (the
+ * slot's active flag), so a queue nothing happens to costs the worker
+ * nothing (worker.c).  The first commit after the worker looked pays one
+ * exclusive lock; the others, an atomic read.
+ */
+static QueueDbSlot *my_db_slot = NULL;	/* this database's, once it has one */
+
+static void
+note_active(QueueCounterEntry *e, int64 queue_id)
+{
+	if (e != NULL && (pg_atomic_read_u32(&e->active) != 0 ||
+					  pg_atomic_exchange_u32(&e->active, 1) != 0))
+		return;
+	/* (a stale read only costs the lock below) */
+	if (e == NULL && my_db_slot != NULL && my_db_slot->active_overflow)
+		return;
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	if (my_db_slot == NULL)
+		my_db_slot = queue_db_slot(MyDatabaseId, false);
+	if (my_db_slot != NULL)
+	{
+		if (e != NULL && my_db_slot->nactive < QUEUE_ACTIVE_IDS)
+			my_db_slot->active[my_db_slot->nactive++] = queue_id;
+		else
+			my_db_slot->active_overflow = true;
+	}
+	LWLockRelease(queue_shared->lock);
+}
+
+/*
+ * The worker takes the queues changed since it last looked, at most
+ * QUEUE_ACTIVE_IDS into ids, and clears their flags; true when it must
+ * look at every queue instead (it asks so at its start; too many; one
+ * without a counter slot; no slot for the database), in which case every
+ * flag of the database is cleared.  A commit that flags a queue after
+ * this names it again.
+ */
+bool
+queue_take_active(bool all, int64 *ids, int *nids)
+{
+	QueueDbSlot *s;
+
+	*nids = 0;
+	if (queue_shared == NULL)
+		return true;
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	s = queue_db_slot(MyDatabaseId, false);
+	all |= s == NULL || s->active_overflow;
+	if (all)
+	{
+		for (int i = 0; i < queue_shared->ncounters; i++)
+			if (queue_shared->counters[i].dbid == MyDatabaseId)
+				pg_atomic_write_u32(&queue_shared->counters[i].active, 0);
+	}
+	else
+	{
+		for (int i = 0; i < s->nactive; i++)
+		{
+			QueueCounterEntry *e = counter_probe(MyDatabaseId, s->active[i], false);
+
+			if (e != NULL)
+				pg_atomic_write_u32(&e->active, 0);
+			ids[(*nids)++] = s->active[i];
+		}
+	}
+	if (s != NULL)
+	{
+		s->nactive = 0;
+		s->active_overflow = false;
+	}
+	LWLockRelease(queue_shared->lock);
+	return all;
+}
+
+/*
  * A queue is dropped: its slot becomes reusable (and reads nothing).
  */
 void
@@ -252,6 +329,7 @@ apply_counts(int64 queue_id, const int64 *counts, int64 arrived, bool forget,
 			if (arrived != 0)
 				pg_atomic_fetch_add_u64(&e->arrived, arrived);
 		}
+		note_active(e, queue_id);
 	}
 	if (wake)
 		queue_wake(queue_id);
@@ -502,6 +580,17 @@ queue_note_arrival(int64 queue_id, int64 n)
 
 	p->arrived += n;
 	p->wake_on_commit = true;
+}
+
+/*
+ * A change the counters do not see (a lease made shorter or longer):
+ * only named to the worker at commit, whose schedule of the queue's
+ * dead letters it may change (note_active).
+ */
+void
+queue_note_change(int64 queue_id)
+{
+	(void) pending_entry(queue_id);
 }
 
 /* Wake long-pollers at commit without counting anything. */

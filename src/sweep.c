@@ -26,6 +26,7 @@
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
+#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -311,21 +312,51 @@ windows_next_due(QueueRow *q, TimestampTz now, bool *empty)
 }
 
 /*
- * Set by any relcache invalidation (create and drop send one for
- * queue._queues, alter one for the queue's table): the worker's cue to
- * list the queues again (worker.c).
+ * The worker's cue to list the queues again (worker.c): set when a relcache
+ * invalidation names a relation of the extension's schemas (create and
+ * drop of a dedicated queue send one for queue._queues, alter one for the
+ * queue's table or the shared ones), or names none (a reset).  The
+ * callback may not read catalogs: it notes the relations, and
+ * queue_list_check, in a transaction, looks at them.  Other relations'
+ * invalidations (the application's tables, autovacuum) cost no list.
  */
 bool		queue_list_stale = true;
+
+#define INVAL_NOTED		8
+static Oid	inval_noted[INVAL_NOTED];
+static int	inval_nnoted = 0;
 
 void
 queue_list_inval(Datum arg, Oid relid)
 {
-	queue_list_stale = true;
+	if (!OidIsValid(relid) || inval_nnoted >= INVAL_NOTED)
+		queue_list_stale = true;
+	else
+		inval_noted[inval_nnoted++] = relid;
 }
 
-/* The queues of this database (empty if the extension is gone). */
+void
+queue_list_check(void)
+{
+	Oid			nsp = get_namespace_oid("queue", true);
+	Oid			data_nsp = get_namespace_oid("queue_data", true);
+
+	for (int i = 0; i < inval_nnoted; i++)
+	{
+		Oid			rel_nsp = get_rel_namespace(inval_noted[i]);
+
+		if (!OidIsValid(rel_nsp) || rel_nsp == nsp || rel_nsp == data_nsp)
+			queue_list_stale = true;
+	}
+	inval_nnoted = 0;
+}
+
+/*
+ * The queues of this database (empty if the extension is gone); only those
+ * of the nids ids when ids is given (new queues the worker was told of).
+ */
 List *
-queue_sweep_list(bool *extension_exists)
+queue_sweep_list(bool *extension_exists, const int64 *ids, int nids)
 {
 	List	   *queues = NIL;
 	MemoryContext outer = CurrentMemoryContext;
@@ -338,22 +369,34 @@ queue_sweep_list(bool *extension_exists)
 		Oid			nsp = get_namespace_oid("queue", false);
 		bool		has_layout = get_attnum(get_relname_relid("_queues", nsp),
 											"dedicated") != InvalidAttrNumber;
+		Oid			types[1] = {INT8ARRAYOID};
+		Datum		values[1] = {0};
 
 		SPI_connect();
 		PushActiveSnapshot(GetTransactionSnapshot());
+		if (ids != NULL)
+		{
+			Datum	   *elems = palloc(sizeof(Datum) * Max(nids, 1));
+
+			for (int i = 0; i < nids; i++)
+				elems[i] = Int64GetDatum(ids[i]);
+			values[0] = PointerGetDatum(construct_array(elems, nids, INT8OID, sizeof(int64),
+														FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+		}
 
 		/* (no order: each queue's sweep is its own, kept by id in a hash) */
-		if (SPI_execute(psprintf("SELECT queue_id, fifo,"
-								 " (extract(epoch FROM retention) * 1000000)::int8,"
-								 " (extract(epoch FROM deduplication_window) * 1000000)::int8,"
-								 " dead_letter_queue IS NOT NULL, queue_name,"
-								 " CASE WHEN fifo AND %s THEN pg_catalog.pg_relation_size("
-								 "  pg_catalog.to_regclass('queue_data.g' || queue_id)) END,"
-								 " %s FROM queue._queues r",
-								 has_layout ? "r.dedicated" : "true",
-								 has_layout ? "NOT r.dedicated, coalesce(r.store_id, r.queue_id)" :
-								 "false, r.queue_id"),
-						true, 0) != SPI_OK_SELECT)
+		if (SPI_execute_with_args(psprintf("SELECT queue_id, fifo,"
+										   " (extract(epoch FROM retention) * 1000000)::int8,"
+										   " (extract(epoch FROM deduplication_window) * 1000000)::int8,"
+										   " dead_letter_queue IS NOT NULL, queue_name,"
+										   " CASE WHEN fifo AND %s THEN pg_catalog.pg_relation_size("
+										   "  pg_catalog.to_regclass('queue_data.g' || queue_id)) END,"
+										   " %s FROM queue._queues r%s",
+										   has_layout ? "r.dedicated" : "true",
+										   has_layout ? "NOT r.dedicated, coalesce(r.store_id, r.queue_id)" :
+										   "false, r.queue_id",
+										   ids != NULL ? " WHERE r.queue_id OPERATOR(pg_catalog.=) ANY ($1)" : ""),
+								  ids != NULL ? 1 : 0, types, values, NULL, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "could not list queues");
 		for (uint64 r = 0; r < SPI_processed; r++)
 		{
@@ -374,6 +417,7 @@ queue_sweep_list(bool *extension_exists)
 				q->g_blocks = 0;
 			q->shared = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
 			q->store_id = DatumGetInt64(SPI_getbinval(tup, desc, 9, &isnull));
+			q->sq = NULL;
 			queues = lappend(queues, q);
 			MemoryContextSwitchTo(old);
 		}
@@ -438,7 +482,28 @@ sweep_dead_letters(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 		} while (moved >= SWEEP_BATCH);
 		/* A little overlap: a lease ending now may commit a moment later. */
 		if (now != 0)
+		{
 			sq->dlq_since = now - DLQ_GRACE - USECS_PER_SEC;
+
+			/*
+			 * No lease can end before the first message not visible yet
+			 * turns visible (none: until a commit makes the queue active).
+			 */
+			StartTransactionCommand();
+			SPI_connect();
+			PushActiveSnapshot(GetTransactionSnapshot());
+			sq->dlq_due = sweep_time(psprintf("SELECT min(visible_at) FROM %s WHERE %svisible_at > now() + $1",
+											  tbl(q, 'q'), key(q, 'q')),
+									 0);
+			if (sq->dlq_due == 0)
+				sq->dlq_due = DT_NOEND;
+			else
+				sq->dlq_due += DLQ_GRACE;
+			PopActiveSnapshot();
+			SPI_finish();
+			CommitTransactionCommand();
+			MemoryContextReset(cxt);
+		}
 	}
 	PG_CATCH();
 	{
@@ -507,6 +572,15 @@ sweep_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 				{
 					sq->windows_due = windows_next_due(q, now, &windows_empty);
 					windows_checked = true;
+
+					/*
+					 * None: only a commit (a send with an id, a receive
+					 * with an attempt) can add one, and it makes the
+					 * queue active (queue_sweep_pass).
+					 */
+					sq->windows_empty = windows_empty;
+					if (windows_empty)
+						sq->windows_due = DT_NOEND;
 				}
 			}
 			PopActiveSnapshot();
@@ -628,7 +702,8 @@ queue_reclaim_pass(MemoryContext cxt)
 void
 queue_sweep_new(SweptQueue *sq)
 {
-	sq->lap_due = sq->windows_due = 0;
+	sq->lap_due = sq->windows_due = sq->dlq_due = 0;
+	sq->windows_empty = false;
 	sq->dlq_since = DT_NOBEGIN;
 	sq->empty_arrivals = -1;
 	sq->vacuumed_churn = -1;
@@ -640,8 +715,31 @@ queue_sweep_new(SweptQueue *sq)
 void
 queue_sweep_due_now(SweptQueue *sq)
 {
-	sq->lap_due = sq->windows_due = 0;
+	sq->lap_due = sq->windows_due = sq->dlq_due = 0;
 	sq->empty_arrivals = -1;
+}
+
+/*
+ * Whether a pass may leave q alone when no commit changed it since the
+ * last pass (SweptQueue.active): it was found empty (only an arrival, a
+ * commit, can change that), or nothing in it can expire, and no lease of
+ * a queue with a dead-letter queue end, before its next due time (ids and
+ * attempts in windows found empty, and leases, come only with commits).
+ * Vacuum goes by counters only commits move.  So an idle queue costs a
+ * pass this test, not a visit.
+ */
+bool
+queue_sweep_quiet(QueueRow *q, SweptQueue *sq, TimestampTz now)
+{
+	TimestampTz due = Min(sq->lap_due, sq->windows_due);
+
+	if (sq->empty_arrivals >= 0)
+		return true;
+	if (sq->lap_running)
+		return false;
+	if (q->has_dlq)
+		due = Min(due, sq->dlq_due);
+	return now < due;
 }
 
 /*
@@ -655,6 +753,15 @@ queue_sweep_pass(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 {
 	MemoryContext outer = MemoryContextSwitchTo(cxt);
 
+	/*
+	 * A commit changed it: a deduplication id or receive attempt may have
+	 * come into windows found empty; it expires no sooner than this.
+	 */
+	if (sq->active && sq->windows_empty)
+	{
+		sq->windows_due = GetCurrentTimestamp() + Min(q->dedup_window, ATTEMPT_WINDOW);
+		sq->windows_empty = false;
+	}
 	vacuum_queue(q, sq, cxt);
 	if (q->has_dlq)
 		sweep_dead_letters(q, sq, cxt);

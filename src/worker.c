@@ -66,10 +66,13 @@ int			queue_sweep_interval = 1000;	/* ms */
 #define QUEUE_STOP_GRACE_MS		10000
 /*
  * The worker re-reads the registry when a relcache invalidation says
- * something changed (create and drop send one for queue._queues, alter one
- * for the queue's table) and at least every QUEUE_LIST_MAX_AGE_MS.
+ * something changed (a dedicated queue's create and drop send one for
+ * queue._queues, alter one for the queue's table or the shared ones), when
+ * it was told of more changed queues than it can be told of one by one,
+ * and at least every QUEUE_LIST_MAX_AGE_MS; it reads the rows of new
+ * queues it is told of (a shared queue's create sends no invalidation).
  */
-#define QUEUE_LIST_MAX_AGE_MS	10000
+#define QUEUE_LIST_MAX_AGE_MS	300000
 
 static ProcessUtility_hook_type prev_utility_hook = NULL;
 
@@ -438,6 +441,58 @@ worker_exit(int code, Datum arg)
 	LWLockRelease(queue_shared->lock);
 }
 
+/*
+ * Point each listed queue at its sweep state in swept (new queues, and
+ * those whose row changed what the sweep goes by, start with everything
+ * due); after a whole list, forget the queues it lacks (dropped).  Entries of a dynahash never move, so the pointers hold until
+ * their entry is removed, which only a whole list does.
+ */
+static void
+attach_sweep_state(HTAB *swept, List *queues, bool whole)
+{
+	HASH_SEQ_STATUS status;
+	SweptQueue *sq;
+	ListCell   *lc;
+
+	if (whole)
+	{
+		hash_seq_init(&status, swept);
+		while ((sq = hash_seq_search(&status)) != NULL)
+			sq->seen = false;
+	}
+	foreach(lc, queues)
+	{
+		QueueRow   *q = lfirst(lc);
+		bool		found;
+
+		sq = hash_search(swept, &q->id, HASH_ENTER, &found);
+		if (!found)
+		{
+			queue_sweep_new(sq);
+			sq->active = false;
+		}
+		else if (sq->listed_retention != q->retention ||
+				 sq->listed_dedup_window != q->dedup_window ||
+				 sq->listed_has_dlq != q->has_dlq || sq->listed_store_id != q->store_id ||
+				 sq->listed_shared != q->shared)
+			queue_sweep_due_now(sq);	/* altered, moved or purged: look again */
+		sq->listed_retention = q->retention;
+		sq->listed_dedup_window = q->dedup_window;
+		sq->listed_has_dlq = q->has_dlq;
+		sq->listed_store_id = q->store_id;
+		sq->listed_shared = q->shared;
+		sq->seen = true;
+		q->sq = sq;
+	}
+	if (whole)
+	{
+		hash_seq_init(&status, swept);
+		while ((sq = hash_seq_search(&status)) != NULL)
+			if (!sq->seen)
+				hash_search(swept, &sq->queue_id, HASH_REMOVE, NULL);
+	}
+}
+
 void
 queue_worker_main(Datum arg)
 {
@@ -489,7 +544,11 @@ queue_worker_main(Datum arg)
 		HASH_SEQ_STATUS status;
 		SweptQueue *sq;
 		TimestampTz failed_due;
+		TimestampTz now;
 		long		timeout;
+		int64		active[QUEUE_ACTIVE_IDS];
+		int			nactive;
+		bool		visit_all;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -507,28 +566,55 @@ queue_worker_main(Datum arg)
 
 		/*
 		 * Take in invalidations (a create or drop since the last pass sets
-		 * queue_list_stale): they are read at transaction start, and a pass
-		 * over queues that are all idle starts none.
+		 * queue_list_stale, sweep.c): they are read at transaction start,
+		 * and a pass over queues that are all idle starts none.
 		 */
 		StartTransactionCommand();
+		queue_list_check();
 		CommitTransactionCommand();
 
 		/*
-		 * The list lives in list_cxt between reloads; a pass's own
-		 * allocations go in pass_cxt.
+		 * The queues commits changed since the last pass (stats.c), or all
+		 * of them.  The list lives in list_cxt between reloads; a pass's
+		 * own allocations go in pass_cxt.
 		 */
-		if (queue_list_stale ||
+		visit_all = queue_take_active(listed_at == 0, active, &nactive);
+		if (visit_all || queue_list_stale ||
 			TimestampDifferenceExceeds(listed_at, GetCurrentTimestamp(),
 									   QUEUE_LIST_MAX_AGE_MS))
 		{
 			MemoryContextReset(list_cxt);
 			MemoryContextSwitchTo(list_cxt);
 			queue_list_stale = false;
-			queues = queue_sweep_list(&exists);
+			queues = queue_sweep_list(&exists, NULL, 0);
 			listed_at = GetCurrentTimestamp();
+			attach_sweep_state(swept, queues, true);
 		}
 		else
+		{
+			int64		fresh[QUEUE_ACTIVE_IDS];
+			int			nfresh = 0;
+
+			/* Changed queues it does not know: created since it listed. */
+			for (int i = 0; i < nactive; i++)
+			{
+				sq = hash_search(swept, &active[i], HASH_FIND, NULL);
+				if (sq != NULL)
+					sq->active = true;
+				else
+					fresh[nfresh++] = active[i];
+			}
 			exists = true;
+			if (nfresh > 0)
+			{
+				List	   *more;
+
+				MemoryContextSwitchTo(list_cxt);
+				more = queue_sweep_list(&exists, fresh, nfresh);
+				attach_sweep_state(swept, more, false);
+				queues = list_concat(queues, more);
+			}
+		}
 		MemoryContextSwitchTo(pass_cxt);
 		if (!exists)
 		{
@@ -550,28 +636,24 @@ queue_worker_main(Datum arg)
 		/* Rolled-back receives first: a rollback woke us for them. */
 		failed_due = queue_failed_apply_all(pass_cxt);
 
-		hash_seq_init(&status, swept);
-		while ((sq = hash_seq_search(&status)) != NULL)
-			sq->seen = false;
+		/*
+		 * Visit the queues a commit changed and those whose time came; an
+		 * idle queue costs this test (sweep.c, queue_sweep_quiet).
+		 */
+		now = GetCurrentTimestamp();
 		foreach(lc, queues)
 		{
 			QueueRow   *q = lfirst(lc);
-			bool		found;
 
-			sq = hash_search(swept, &q->id, HASH_ENTER, &found);
-			if (!found)
-				queue_sweep_new(sq);
-			sq->seen = true;
+			sq = q->sq;
+			if (!visit_all && !sq->active && queue_sweep_quiet(q, sq, now))
+				continue;
 			queue_sweep_pass(q, sq, sweep_cxt);
+			sq->active = false;
 		}
 		queue_reclaim_pass(sweep_cxt);
 		queue_topic_sweep();
 		queue_consumers_tend();
-		/* Forget dropped queues. */
-		hash_seq_init(&status, swept);
-		while ((sq = hash_seq_search(&status)) != NULL)
-			if (!sq->seen)
-				hash_search(swept, &sq->queue_id, HASH_REMOVE, NULL);
 		MemoryContextSwitchTo(TopMemoryContext);
 		MemoryContextReset(pass_cxt);
 		pgstat_report_stat(true);

@@ -89,6 +89,9 @@ max_connections = 80
 # long-poll runs follow each other; see README "Long polling").
 client_connection_check_interval = 1000
 max_wal_size = 8GB
+# counters for every queue of the many-queues section (up to 100,000 and
+# more): the worker leaves an idle queue alone only if it has a slot
+queue.max_queues = ${BENCH_MAX_QUEUES:-131072}
 $sqs_conf
 EOF
 	as_pg "$BINDIR/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 start >/dev/null || die "the server did not start"

@@ -6,11 +6,15 @@
 # (manyq_floor), so neither counts or slows the other's catalog:
 #
 #  a. create: queue.create('m<i>') for i = 1..N, one statement each (one
-#     psql session), queues/s; beside it the floor: a plain table shaped
-#     like floor (a)'s idx variant (bigserial primary key, body, visible_at,
-#     receive_count, an index on (visible_at, id)), its CREATE TABLE and
-#     CREATE INDEX sent as one query string (one transaction, as a create
-#     is) per table
+#     psql session), queues/s; beside it two floors: N one-row INSERTs,
+#     one statement (and commit) each, into a table with a primary key and
+#     a unique name (what a create that inserts rows can reach, bound by
+#     the commit's flush with synchronous_commit on), and a plain table
+#     shaped like floor (a)'s idx variant (bigserial primary key, body,
+#     visible_at, receive_count, an index on (visible_at, id)), its CREATE
+#     TABLE and CREATE INDEX sent as one query string (one transaction, as
+#     a dedicated create is) per table, for at most 10,000 tables
+#     (MANYQ_FLOOR_TABLES)
 #  b. relations and disk per empty queue: pg_class rows added, the
 #     queue's own files (pg_total_relation_size of its tables, with their
 #     indexes and TOAST) and the database's growth (pg_database_size, which
@@ -42,6 +46,9 @@
 #     the first time it uses it (the first second of a spread run is mostly
 #     that), so the line also gives the last second of the run (pgbench -P
 #     1, median over the runs): the rate once every queue has been seen.
+#  g. (after e) a noisy neighbour: the cycle on one queue alone and while
+#     a neighbour queue churns a backlog of 1,000,000 messages, the
+#     neighbour shared or dedicated (see below; MANYQ_NOISY=0 skips it)
 #  f. drop: queue.drop('m<i>') for all N, one statement each, drops/s (one
 #     statement dropping them all runs out of lock slots); beside it DROP
 #     TABLE of the floor's N tables, one statement each
@@ -69,6 +76,9 @@ MANYQ_SYNC=${MANYQ_SYNC:-off}
 MANYQ_PREFILL=${MANYQ_PREFILL:-100}
 MANYQ_SECS=${MANYQ_SECS:-$SECS}
 MN=$MANYQ_QUEUES
+# the floor's tables: at most 10,000 (100,000 CREATE TABLEs alone would
+# take some 15 minutes); its figures are per table and per second
+FN=${MANYQ_FLOOR_TABLES:-$((MN < 10000 ? MN : 10000))}
 # the layout of the queues (DESIGN.md "Storage"): shared (the default) or
 # dedicated, set on the database so every session of the section has it
 MANYQ_STORAGE=${MANYQ_STORAGE:-shared}
@@ -106,9 +116,9 @@ db_stats() {
 	                    WHERE relnamespace = '$2'::regnamespace AND relkind = 'r') || ' ' ||
 	                  pg_database_size(current_database())"
 }
-# per_queue BEFORE AFTER -> "relations KB KB_db" per queue
+# per_queue BEFORE AFTER [N] -> "relations KB KB_db" per queue (of N, MN)
 per_queue() {
-	awk -v n="$MN" -v b="$1" -v a="$2" 'BEGIN { split(b, x, " "); split(a, y, " ")
+	awk -v n="${3:-$MN}" -v b="$1" -v a="$2" 'BEGIN { split(b, x, " "); split(a, y, " ")
 		printf "%.2f %.2f %.2f\n", (y[1] - x[1]) / n, (y[2] - x[2]) / n / 1024, (y[3] - x[3]) / n / 1024 }'
 }
 
@@ -127,9 +137,12 @@ echo "# queues: $MANYQ_STORAGE"
 mpsql manyq_floor -c "CREATE SCHEMA floor"
 seq 1 "$MN" | awk '{ printf "SELECT queue.create('"'"'m%d'"'"');\n", $1 }' >"$BENCH_DIR/many_create.sql"
 seq 1 "$MN" | awk '{ printf "SELECT queue.drop('"'"'m%d'"'"');\n", $1 }' >"$BENCH_DIR/many_drop.sql"
-seq 1 "$MN" | awk '{ printf "CREATE TABLE floor.mf%d (id bigserial PRIMARY KEY, visible_at timestamptz NOT NULL DEFAULT now(), body text NOT NULL, receive_count int NOT NULL DEFAULT 0)\\; CREATE INDEX mf%d_visible ON floor.mf%d (visible_at, id);\n", $1, $1, $1 }' \
+seq 1 "$FN" | awk '{ printf "CREATE TABLE floor.mf%d (id bigserial PRIMARY KEY, visible_at timestamptz NOT NULL DEFAULT now(), body text NOT NULL, receive_count int NOT NULL DEFAULT 0)\\; CREATE INDEX mf%d_visible ON floor.mf%d (visible_at, id);\n", $1, $1, $1 }' \
 	>"$BENCH_DIR/many_floor_create.sql"
-seq 1 "$MN" | awk '{ printf "DROP TABLE floor.mf%d;\n", $1 }' >"$BENCH_DIR/many_floor_drop.sql"
+seq 1 "$FN" | awk '{ printf "DROP TABLE floor.mf%d;\n", $1 }' >"$BENCH_DIR/many_floor_drop.sql"
+# the commit floor: what a create that inserts rows can reach at best, one
+# row inserted per statement (a transaction each), as many as queues
+seq 1 "$MN" | awk '{ printf "INSERT INTO floor.rows VALUES (%d, '"'"'m%d'"'"');\n", $1, $1 }' >"$BENCH_DIR/many_floor_insert.sql"
 
 # b (the list): what one queue makes
 top=$(mval manyq "SELECT max(oid) FROM pg_class")
@@ -142,12 +155,16 @@ mval manyq "SELECT queue.drop('m0')" >/dev/null
 mpsql manyq_floor -c "CHECKPOINT"
 before=$(db_stats manyq_floor floor)
 timed manyq_floor "$BENCH_DIR/many_floor_create.sql"
-FLOOR_CREATE=$(per_s "$MN" "$SECS_TAKEN")
-echo "  floor: $MN tables created in $SECS_TAKEN s (per s, first and last tenth: $TENTHS)"
-read -r FLOOR_REL FLOOR_KB FLOOR_DBKB <<<"$(per_queue "$before" "$(db_stats manyq_floor floor)")"
+FLOOR_CREATE=$(per_s "$FN" "$SECS_TAKEN")
+echo "  floor: $FN tables created in $SECS_TAKEN s (per s, first and last tenth: $TENTHS)"
+read -r FLOOR_REL FLOOR_KB FLOOR_DBKB <<<"$(per_queue "$before" "$(db_stats manyq_floor floor)" "$FN")"
 timed manyq_floor "$BENCH_DIR/many_floor_drop.sql"
-FLOOR_DROP=$(per_s "$MN" "$SECS_TAKEN")
-echo "  floor: $MN tables dropped in $SECS_TAKEN s (per s, first and last tenth: $TENTHS)"
+FLOOR_DROP=$(per_s "$FN" "$SECS_TAKEN")
+echo "  floor: $FN tables dropped in $SECS_TAKEN s (per s, first and last tenth: $TENTHS)"
+mpsql manyq_floor -c "CREATE TABLE floor.rows (id bigint PRIMARY KEY, name text NOT NULL UNIQUE)"
+timed manyq_floor "$BENCH_DIR/many_floor_insert.sql"
+FLOOR_INSERT=$(per_s "$MN" "$SECS_TAKEN")
+echo "  floor: $MN rows inserted, one per statement, in $SECS_TAKEN s (per s, first and last tenth: $TENTHS)"
 psql_run <<<"DROP DATABASE manyq_floor WITH (FORCE)"
 
 mpsql manyq -c "CHECKPOINT"
@@ -156,7 +173,7 @@ timed manyq "$BENCH_DIR/many_create.sql"
 echo "  queues: $MN created in $SECS_TAKEN s (per s, first and last tenth: $TENTHS)"
 read -r Q_FIRST Q_LAST <<<"$TENTHS"
 read -r Q_REL Q_KB Q_DBKB <<<"$(per_queue "$before" "$(db_stats manyq queue_data)")"
-result manyq_create "$(per_s "$MN" "$SECS_TAKEN")" queues/s 0 "$FLOOR_CREATE" "(floor: $(fmt "$FLOOR_CREATE") tables/s; $MN queues; first tenth $Q_FIRST/s, last tenth $Q_LAST/s)"
+result manyq_create "$(per_s "$MN" "$SECS_TAKEN")" queues/s 0 "$FLOOR_INSERT" "(floor: $(fmt "$FLOOR_INSERT") one-row inserts/s, each its commit; $(fmt "$FLOOR_CREATE") tables/s; $MN queues; first tenth $Q_FIRST/s, last tenth $Q_LAST/s)"
 result manyq_relations_per_queue "$Q_REL" rels 2 "$FLOOR_REL" "(floor: $FLOOR_REL)"
 result manyq_kb_per_queue "$Q_KB" KB 1 "$FLOOR_KB" "(own tables, indexes, TOAST; floor: $FLOOR_KB)"
 result manyq_db_kb_per_queue "$Q_DBKB" KB 1 "$FLOOR_DBKB" "(database growth with the catalog rows; floor: $FLOOR_DBKB)"
@@ -249,6 +266,50 @@ result manyq_cycle_spread "${MED[spread]}" msgs/s 0 "${MED[one]}" \
 	"($MANYQ_TOUCH queues; ratio: / 1 queue; last second $(fmt "${LAST[spread]}"), $(ratio "${LAST[spread]}" "${LAST[one]}") of 1 queue's)"
 result manyq_cycle_spread_pc100 "${MED[spread_pc100]}" msgs/s 0 "${MED[one]}" \
 	"($MANYQ_TOUCH queues, plan_cache_queues 100; ratio: / 1 queue; last second $(fmt "${LAST[spread_pc100]}"), $(ratio "${LAST[spread_pc100]}" "${LAST[one]}") of 1 queue's)"
+
+# g: a noisy neighbour: the cycle on m1 alone, and while a neighbour queue
+# holding MANYQ_NOISY_BACKLOG (1,000,000) messages churns them (one
+# pgbench client running the batch-10 cycle on it at MANYQ_NOISY_RATE (200)
+# cycles/s, 2,000 messages/s, in the background), the neighbour shared
+# (its rows in m1's tables) or dedicated (its own), interleaved.  On 2
+# cores the neighbour also takes CPU from m1's clients: the dedicated
+# neighbour gives that share, the shared one what sharing the tables adds.
+if [ "${MANYQ_NOISY:-1}" = 1 ]; then
+	MANYQ_NOISY_BACKLOG=${MANYQ_NOISY_BACKLOG:-1000000}
+	MANYQ_NOISY_RATE=${MANYQ_NOISY_RATE:-200}
+	mval manyq "SELECT queue.create('noisy_s', dedicated => false), queue.create('noisy_d', dedicated => true)" >/dev/null
+	for nq in noisy_s noisy_d; do
+		seq 1 $((MANYQ_NOISY_BACKLOG / 1000)) |
+			awk -v q="$nq" '{ printf "SELECT count(*) FROM queue.send_batch('"'"'%s'"'"', array_fill('"'"'x'"'"'::text, ARRAY[1000]));\n", q }' \
+				>"$BENCH_DIR/many_noisy_fill.sql"
+		mpsql manyq -f "$BENCH_DIR/many_noisy_fill.sql" >/dev/null
+	done
+	mpsql manyq -c "VACUUM ANALYZE" -c "CHECKPOINT"
+	noisy_cycle() {
+		local churn=""
+		if [ "$1" != alone ]; then
+			PGOPTIONS="-c synchronous_commit=$MANYQ_SYNC" "$BINDIR/pgbench" -n -M prepared -c 1 -j 1 \
+				-T $((MANYQ_SECS + 1)) -R "$MANYQ_NOISY_RATE" -h "$BENCH_DIR" -p "$PORT" -U postgres \
+				-D queue="noisy_${1#n_}" -D body="$BODY" -D batch=10 -f "$SCRIPTS/std_cycle_bn.sql" manyq \
+				>"$BENCH_DIR/many_noisy_churn.out" 2>&1 &
+			churn=$!
+		fi
+		PGB_DB=manyq pgb "$SCRIPTS/many_cycle_b1.sql" "$MANYQ_CLIENTS" "$MANYQ_SYNC" "-T $MANYQ_SECS" -D nq=1
+		if [ -n "$churn" ]; then
+			wait "$churn" || { cat "$BENCH_DIR/many_noisy_churn.out" >&2; die "the noisy neighbour's pgbench failed"; }
+			NOISY_TPS[$1]+=" $(sed -n 's/^tps = \([0-9.]*\) .*/\1/p' "$BENCH_DIR/many_noisy_churn.out")"
+		fi
+		# shellcheck disable=SC2034 # read by measure (run.sh)
+		M=$TPS
+	}
+	declare -A NOISY_TPS=()
+	measure "noisy neighbour" noisy_cycle -- alone n_s n_d
+	result manyq_noisy_shared "${MED[n_s]}" msgs/s 0 "${MED[alone]}" \
+		"(m1's cycle while a shared neighbour churns its $MANYQ_NOISY_BACKLOG messages at $(fmt "$(median <<<"${NOISY_TPS[n_s]}")") cycles of 10/s; ratio: / alone, $(fmt "${MED[alone]}")/s)"
+	result manyq_noisy_dedicated "${MED[n_d]}" msgs/s 0 "${MED[alone]}" \
+		"(the same with a dedicated neighbour, $(fmt "$(median <<<"${NOISY_TPS[n_d]}")") cycles of 10/s: the CPU it takes; shared/dedicated neighbour $(ratio "${MED[n_s]}" "${MED[n_d]}"))"
+	mval manyq "SELECT queue.drop('noisy_s'), queue.drop('noisy_d')" >/dev/null
+fi
 
 # f: drop them
 timed manyq "$BENCH_DIR/many_drop.sql"

@@ -96,6 +96,41 @@ WHERE store_id = (SELECT queue_id FROM queue.queues WHERE queue_name = 's_expiri
 	't'), 'the worker sweeps the expired messages of a shared queue');
 is(sql("SELECT expired FROM queue.stats WHERE queue_name = 's_expiring'"), '3', '... and counts them');
 
+# The worker visits only the queues a commit changed and those whose time
+# came (worker.c): a queue it found empty is swept again once a message
+# arrives; a shared queue created since it listed (no invalidation) is
+# swept; and more changed queues than it is told of one by one (200 in one
+# commit) make it visit every queue.
+sql(q(
+SELECT queue.send_batch('s_expiring', ARRAY['y1', 'y2']);
+UPDATE queue_data.messages SET sent_at = sent_at - interval '2 minutes'
+WHERE store_id = (SELECT queue_id FROM queue.queues WHERE queue_name = 's_expiring');
+SELECT queue.create('s_late', retention => '1 minute', dedicated => false);
+SELECT queue.send('s_late', 'late');
+UPDATE queue_data.messages SET sent_at = sent_at - interval '2 minutes'
+WHERE store_id = (SELECT queue_id FROM queue.queues WHERE queue_name = 's_late');
+));
+ok($src->poll_query_until('shop', q(
+SELECT count(*) = 0 FROM queue_data.messages
+WHERE store_id IN (SELECT queue_id FROM queue.queues WHERE queue_name IN ('s_expiring', 's_late'))),
+	't'), 'the worker sweeps a queue it had found empty once a message came, and a queue created since it listed');
+is(sql(q(
+BEGIN;
+SELECT count(queue.create('s_many_' || i, retention => '1 minute', dedicated => false))
+FROM generate_series(1, 200) i \g /dev/null
+SELECT count(*) FROM generate_series(1, 200) i, LATERAL queue.send('s_many_' || i, 'm') \g /dev/null
+UPDATE queue_data.messages SET sent_at = sent_at - interval '2 minutes'
+WHERE store_id IN (SELECT queue_id FROM queue.queues WHERE queue_name LIKE 's\_many\_%');
+SELECT count(*) FROM queue_data.messages
+WHERE store_id IN (SELECT queue_id FROM queue.queues WHERE queue_name LIKE 's\_many\_%');
+COMMIT;
+)), '200', '200 new queues hold a message each, in one commit');
+ok($src->poll_query_until('shop', q(
+SELECT count(*) = 0 FROM queue_data.messages
+WHERE store_id IN (SELECT queue_id FROM queue.queues WHERE queue_name LIKE 's\_many\_%')),
+	't'), 'the worker sweeps 200 queues changed in one commit');
+is(sql("SELECT sum(expired) FROM queue.stats WHERE queue_name LIKE 's\\_many\\_%'"), '200', '... and counts them');
+
 # a poison message goes to the dead-letter queue with nobody receiving
 sql(q(
 SELECT queue.send('s_orders', 'o-dead');
@@ -103,6 +138,18 @@ SELECT count(*) FROM queue.receive('s_orders', 10, visibility_timeout => '1 seco
 ));
 ok($src->poll_query_until('shop', "SELECT count(*) = 1 FROM queue.peek('s_dlq') WHERE body = 'o-dead'", 't'),
 	'the worker moves a poison message of a shared queue to its shared dead-letter queue');
+# ... also when its lease is cut short after the worker looked (the worker
+# leaves a queue alone until a lease can end, and the change tells it)
+my $receipt = sql(q(
+SELECT queue.send('s_orders', 'o-dead-2') \g /dev/null
+SELECT receipt FROM queue.receive('s_orders', 1, visibility_timeout => '1 hour');
+));
+ok($receipt ne '', 'o-dead-2 received for an hour');
+sleep(1);
+is(sql("SELECT count(*) FROM queue.peek('s_dlq') WHERE body = 'o-dead-2'"), '0', 'not moved while its lease lasts');
+sql("SELECT queue.change_visibility('s_orders', '$receipt', '1 second')");
+ok($src->poll_query_until('shop', "SELECT count(*) = 1 FROM queue.peek('s_dlq') WHERE body = 'o-dead-2'", 't'),
+	'the worker moves it once the shortened lease ends');
 
 # a drop of 100,000 messages: the rows go in the background
 sql(q(
