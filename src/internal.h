@@ -521,6 +521,7 @@ typedef struct SweptQueue
 	int64		lap_arrivals;	/* arrivals read before the lap began */
 	bool		seen;
 	bool		active;			/* a commit changed it since the last pass */
+	int			pos;			/* its place in the worker's schedule */
 	/* its row as last listed: a change makes everything due */
 	int64		listed_retention;
 	int64		listed_dedup_window;
@@ -547,7 +548,7 @@ extern bool queue_list_stale;
 extern void queue_list_inval(Datum arg, Oid relid);
 extern void queue_list_check(void);
 extern List *queue_sweep_list(bool *extension_exists, const int64 *ids, int nids);
-extern bool queue_sweep_quiet(QueueRow *q, SweptQueue *sq, TimestampTz now);
+extern TimestampTz queue_sweep_next_visit(QueueRow *q, SweptQueue *sq);
 extern void queue_sweep_new(SweptQueue *sq);
 extern void queue_sweep_due_now(SweptQueue *sq);
 extern void queue_sweep_pass(QueueRow *q, SweptQueue *sq, MemoryContext cxt);

@@ -720,26 +720,25 @@ queue_sweep_due_now(SweptQueue *sq)
 }
 
 /*
- * Whether a pass may leave q alone when no commit changed it since the
- * last pass (SweptQueue.active): it was found empty (only an arrival, a
- * commit, can change that), or nothing in it can expire, and no lease of
- * a queue with a dead-letter queue end, before its next due time (ids and
- * attempts in windows found empty, and leases, come only with commits).
- * Vacuum goes by counters only commits move.  So an idle queue costs a
- * pass this test, not a visit.
+ * When a pass must next visit q unless a commit changes it first
+ * (SweptQueue.active; DT_NOEND: only then): a queue found empty, only
+ * after an arrival, a commit; else when something in it can expire, or,
+ * for a queue with a dead-letter queue, a lease end (ids and attempts in
+ * windows found empty, and leases, come only with commits); a lap under
+ * way, at once.  Vacuum goes by counters only commits move.
  */
-bool
-queue_sweep_quiet(QueueRow *q, SweptQueue *sq, TimestampTz now)
+TimestampTz
+queue_sweep_next_visit(QueueRow *q, SweptQueue *sq)
 {
 	TimestampTz due = Min(sq->lap_due, sq->windows_due);
 
 	if (sq->empty_arrivals >= 0)
-		return true;
+		return DT_NOEND;
 	if (sq->lap_running)
-		return false;
+		return 0;
 	if (q->has_dlq)
 		due = Min(due, sq->dlq_due);
-	return now < due;
+	return due;
 }
 
 /*

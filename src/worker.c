@@ -442,13 +442,28 @@ worker_exit(int code, Datum arg)
 }
 
 /*
- * Point each listed queue at its sweep state in swept (new queues, and
- * those whose row changed what the sweep goes by, start with everything
- * due); after a whole list, forget the queues it lacks (dropped).  Entries of a dynahash never move, so the pointers hold until
- * their entry is removed, which only a whole list does.
+ * The queues of a pass, in list order, and when each is next due: a pass
+ * reads the dense array of times, so an idle queue costs it one
+ * comparison and no visit to its row or its sweep state.
+ */
+typedef struct Schedule
+{
+	QueueRow  **rows;
+	TimestampTz *due;			/* 0: next pass; DT_NOEND: when a commit says */
+	int			n;
+	int			cap;
+} Schedule;
+
+/*
+ * Point each listed queue at its sweep state in swept and add it to sch
+ * (new queues, and those whose row changed what the sweep goes by, start
+ * with everything due); after a whole list (sch emptied first), forget the
+ * queues it lacks (dropped).  Entries of a dynahash never move, so the
+ * pointers hold until their entry is removed, which only a whole list
+ * does.  sch's arrays live in the list's memory context.
  */
 static void
-attach_sweep_state(HTAB *swept, List *queues, bool whole)
+attach_sweep_state(HTAB *swept, List *queues, bool whole, Schedule *sch)
 {
 	HASH_SEQ_STATUS status;
 	SweptQueue *sq;
@@ -459,6 +474,25 @@ attach_sweep_state(HTAB *swept, List *queues, bool whole)
 		hash_seq_init(&status, swept);
 		while ((sq = hash_seq_search(&status)) != NULL)
 			sq->seen = false;
+		sch->n = sch->cap = 0;
+		sch->rows = NULL;
+		sch->due = NULL;
+	}
+	if (sch->n + list_length(queues) > sch->cap)
+	{
+		int			cap = Max(64, (sch->n + list_length(queues)) * 2);
+
+		if (sch->rows == NULL)
+		{
+			sch->rows = palloc(sizeof(QueueRow *) * cap);
+			sch->due = palloc(sizeof(TimestampTz) * cap);
+		}
+		else
+		{
+			sch->rows = repalloc(sch->rows, sizeof(QueueRow *) * cap);
+			sch->due = repalloc(sch->due, sizeof(TimestampTz) * cap);
+		}
+		sch->cap = cap;
 	}
 	foreach(lc, queues)
 	{
@@ -482,7 +516,11 @@ attach_sweep_state(HTAB *swept, List *queues, bool whole)
 		sq->listed_store_id = q->store_id;
 		sq->listed_shared = q->shared;
 		sq->seen = true;
+		sq->pos = sch->n;
 		q->sq = sq;
+		sch->rows[sch->n] = q;
+		sch->due[sch->n] = sq->active ? 0 : queue_sweep_next_visit(q, sq);
+		sch->n++;
 	}
 	if (whole)
 	{
@@ -502,7 +540,8 @@ queue_worker_main(Datum arg)
 	MemoryContext pass_cxt;
 	MemoryContext sweep_cxt;
 	MemoryContext list_cxt;
-	List	   *queues = NIL;
+	Schedule	sch = {0};
+	bool		reloaded = false;
 	TimestampTz listed_at = 0;
 
 	pqsignal(SIGHUP, SignalHandlerForConfigReload);
@@ -540,7 +579,6 @@ queue_worker_main(Datum arg)
 	for (;;)
 	{
 		bool		exists;
-		ListCell   *lc;
 		HASH_SEQ_STATUS status;
 		SweptQueue *sq;
 		TimestampTz failed_due;
@@ -559,6 +597,7 @@ queue_worker_main(Datum arg)
 			hash_seq_init(&status, swept);
 			while ((sq = hash_seq_search(&status)) != NULL)
 				queue_sweep_due_now(sq);
+			reloaded = true;
 			queue_topic_sweep_now();
 		}
 		if (!queue_worker_enabled)
@@ -578,7 +617,8 @@ queue_worker_main(Datum arg)
 		 * of them.  The list lives in list_cxt between reloads; a pass's
 		 * own allocations go in pass_cxt.
 		 */
-		visit_all = queue_take_active(listed_at == 0, active, &nactive);
+		visit_all = queue_take_active(listed_at == 0, active, &nactive) || reloaded;
+		reloaded = false;
 		if (visit_all || queue_list_stale ||
 			TimestampDifferenceExceeds(listed_at, GetCurrentTimestamp(),
 									   QUEUE_LIST_MAX_AGE_MS))
@@ -586,9 +626,8 @@ queue_worker_main(Datum arg)
 			MemoryContextReset(list_cxt);
 			MemoryContextSwitchTo(list_cxt);
 			queue_list_stale = false;
-			queues = queue_sweep_list(&exists, NULL, 0);
 			listed_at = GetCurrentTimestamp();
-			attach_sweep_state(swept, queues, true);
+			attach_sweep_state(swept, queue_sweep_list(&exists, NULL, 0), true, &sch);
 		}
 		else
 		{
@@ -600,19 +639,18 @@ queue_worker_main(Datum arg)
 			{
 				sq = hash_search(swept, &active[i], HASH_FIND, NULL);
 				if (sq != NULL)
+				{
 					sq->active = true;
+					sch.due[sq->pos] = 0;
+				}
 				else
 					fresh[nfresh++] = active[i];
 			}
 			exists = true;
 			if (nfresh > 0)
 			{
-				List	   *more;
-
 				MemoryContextSwitchTo(list_cxt);
-				more = queue_sweep_list(&exists, fresh, nfresh);
-				attach_sweep_state(swept, more, false);
-				queues = list_concat(queues, more);
+				attach_sweep_state(swept, queue_sweep_list(&exists, fresh, nfresh), false, &sch);
 			}
 		}
 		MemoryContextSwitchTo(pass_cxt);
@@ -637,19 +675,21 @@ queue_worker_main(Datum arg)
 		failed_due = queue_failed_apply_all(pass_cxt);
 
 		/*
-		 * Visit the queues a commit changed and those whose time came; an
-		 * idle queue costs this test (sweep.c, queue_sweep_quiet).
+		 * Visit the queues a commit changed and those whose time came
+		 * (sweep.c, queue_sweep_next_visit); an idle queue costs this test.
 		 */
 		now = GetCurrentTimestamp();
-		foreach(lc, queues)
+		for (int i = 0; i < sch.n; i++)
 		{
-			QueueRow   *q = lfirst(lc);
+			QueueRow   *q;
 
-			sq = q->sq;
-			if (!visit_all && !sq->active && queue_sweep_quiet(q, sq, now))
+			if (!visit_all && sch.due[i] > now)
 				continue;
+			q = sch.rows[i];
+			sq = q->sq;
 			queue_sweep_pass(q, sq, sweep_cxt);
 			sq->active = false;
+			sch.due[i] = queue_sweep_next_visit(q, sq);
 		}
 		queue_reclaim_pass(sweep_cxt);
 		queue_topic_sweep();
