@@ -216,3 +216,52 @@ queue_text_array(int n, const Datum *vals, const bool *nulls)
 											  1, dims, lbs, TEXTOID, -1,
 											  false, TYPALIGN_INT));
 }
+
+/*
+ * queue._check_interval(val, argname, lo, hi): 22004 when val is null,
+ * 22023 when it lies outside [lo, hi] (a null bound is none), ordered as
+ * intervals compare.  1.0's was PL/pgSQL; a create checks six intervals
+ * (1.5).
+ */
+PG_FUNCTION_INFO_V1(queue_check_interval_sql);
+
+Datum
+queue_check_interval_sql(PG_FUNCTION_ARGS)
+{
+	const char *argname = PG_ARGISNULL(1) ? "?" : text_to_cstring(PG_GETARG_TEXT_PP(1));
+	Datum		val;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", argname)));
+	val = PG_GETARG_DATUM(0);
+	if ((!PG_ARGISNULL(2) &&
+		 DatumGetInt32(DirectFunctionCall2(interval_cmp, val, PG_GETARG_DATUM(2))) < 0) ||
+		(!PG_ARGISNULL(3) &&
+		 DatumGetInt32(DirectFunctionCall2(interval_cmp, val, PG_GETARG_DATUM(3))) > 0))
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must be between %s and %s", argname,
+						PG_ARGISNULL(2) ? "<NULL>" : DatumGetCString(DirectFunctionCall1(interval_out, PG_GETARG_DATUM(2))),
+						PG_ARGISNULL(3) ? "<NULL>" : DatumGetCString(DirectFunctionCall1(interval_out, PG_GETARG_DATUM(3)))),
+				 errdetail("The value given was %s.",
+						   DatumGetCString(DirectFunctionCall1(interval_out, val)))));
+	PG_RETURN_VOID();
+}
+
+/* queue._check_retry_delay(retry_delay): 0 to 12 hours (1.3's, in C). */
+PG_FUNCTION_INFO_V1(queue_check_retry_delay_sql);
+
+Datum
+queue_check_retry_delay_sql(PG_FUNCTION_ARGS)
+{
+	Interval	lo = {0};
+	Interval	hi = {0};
+
+	queue_arg_notnull(fcinfo, 0, "retry_delay");
+	hi.time = 12 * USECS_PER_HOUR;
+	return DirectFunctionCall4(queue_check_interval_sql, PG_GETARG_DATUM(0),
+							   CStringGetTextDatum("retry_delay"),
+							   IntervalPGetDatum(&lo), IntervalPGetDatum(&hi));
+}

@@ -417,13 +417,16 @@ has_plans(QueueMeta *q)
 /*
  * Mark e used now; when it has no plans yet (it is about to get some) and
  * the bound is reached, free the plans of the queues used longest ago.
+ * The search walks every cached queue: only a dedicated queue about to get
+ * plans pays it.
  */
 static void
 note_use(CacheEntry *e)
 {
 	e->used = ++use_tick;
 	e->used_lxid = QueueMyLocalXid();
-	if (queue_plan_cache_queues <= 0 || has_plans(&e->meta))
+	/* (a shared queue keeps no plans of its own: those are per kind) */
+	if (queue_plan_cache_queues <= 0 || e->meta.shared || has_plans(&e->meta))
 		return;
 	for (;;)
 	{

@@ -189,6 +189,7 @@ extern uint64 queue_dead_letter_sweep(QueueMeta *q, TimestampTz since,
 extern char *queue_name_of(int64 id);
 
 /* vacuum.c */
+extern void queue_vacuum_shared_if_churned(void);
 extern void queue_vacuum_if_churned(int64 queue_id, bool fifo, bool shared, int64 g_blocks,
 									int64 *last, int64 *last_g);
 
@@ -551,8 +552,10 @@ extern List *queue_sweep_list(bool *extension_exists, const int64 *ids, int nids
 extern TimestampTz queue_sweep_next_visit(QueueRow *q, SweptQueue *sq);
 extern void queue_sweep_new(SweptQueue *sq);
 extern void queue_sweep_due_now(SweptQueue *sq);
+extern void queue_sweep_empty(SweptQueue *sq);
 extern void queue_sweep_pass(QueueRow *q, SweptQueue *sq, MemoryContext cxt);
 extern void queue_reclaim_pass(MemoryContext cxt);
+extern void queue_vacuum_shared_pass(MemoryContext cxt);
 
 /* role_refs.c */
 extern void queue_role_refs_utility(Node *stmt, bool done);

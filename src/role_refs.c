@@ -57,11 +57,15 @@
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/syscache.h"
+#include "commands/trigger.h"
 
 #include "internal.h"
 
 PG_FUNCTION_INFO_V1(queue_owner_ref_acl_sql);
 PG_FUNCTION_INFO_V1(queue_drop_owned_trigger);
+PG_FUNCTION_INFO_V1(queue_queue_roles_trigger);
 
 /* How many consumers, subscriptions and keys a refused DROP ROLE lists. */
 #define ROLE_REFS_REPORTED 50
@@ -402,4 +406,141 @@ queue_role_refs_utility(Node *stmt, bool done)
 		values[1] = ObjectIdGetDatum(get_rolespec_oid(r->newrole, false));
 		call_registry_function("_reassign_owned_refs", 2, types, values);
 	}
+}
+
+/* ------------------------------------------------------------------------
+ * Shared queues' owners and grantees (DESIGN.md "Storage", 1.4)
+ * ------------------------------------------------------------------------
+ */
+
+/*
+ * The roles a shared queue's registry row names (owner, send_roles,
+ * receive_roles, manage_roles; not PUBLIC), each once; none for a
+ * dedicated queue's row, whose table's grants PostgreSQL tracks.
+ */
+static List *
+row_roles(HeapTuple tup, TupleDesc desc)
+{
+	static const char *const cols[] = {"owner", "send_roles", "receive_roles", "manage_roles"};
+	bool		isnull;
+	Datum		d;
+	List	   *roles = NIL;
+
+	if (tup == NULL)
+		return NIL;
+	d = heap_getattr(tup, SPI_fnumber(desc, "dedicated"), desc, &isnull);
+	if (isnull || DatumGetBool(d))
+		return NIL;
+	for (int c = 0; c < lengthof(cols); c++)
+	{
+		Datum	   *elems;
+		bool	   *nulls;
+		int			nelems;
+
+		d = heap_getattr(tup, SPI_fnumber(desc, cols[c]), desc, &isnull);
+		if (isnull)
+			continue;
+		if (c == 0)
+		{
+			elems = &d;
+			nulls = &isnull;
+			nelems = 1;
+		}
+		else
+			deconstruct_array(DatumGetArrayTypeP(d), REGROLEOID, sizeof(Oid), true,
+							  TYPALIGN_INT, &elems, &nulls, &nelems);
+		for (int i = 0; i < nelems; i++)
+			if (!nulls[i] && OidIsValid(DatumGetObjectId(elems[i])))
+				roles = list_append_unique_oid(roles, DatumGetObjectId(elems[i]));
+	}
+	return roles;
+}
+
+/* Whether role holds SELECT on relid by a grant of its own (not by membership). */
+static bool
+granted_select(Oid relid, Oid role)
+{
+	HeapTuple	t = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	bool		found = false;
+
+	if (HeapTupleIsValid(t))
+	{
+		bool		isnull;
+		Datum		d = SysCacheGetAttr(RELOID, t, Anum_pg_class_relacl, &isnull);
+
+		if (!isnull)
+		{
+			Acl		   *acl = DatumGetAclP(d);
+			AclItem    *items = ACL_DAT(acl);
+
+			for (int i = 0; i < ACL_NUM(acl) && !found; i++)
+				found = items[i].ai_grantee == role &&
+					(ACLITEM_GET_PRIVS(items[i]) & ACL_SELECT) != 0;
+		}
+		ReleaseSysCache(t);
+	}
+	return found;
+}
+
+/* queue._sync_owner_ref(role, 'queue'), in the trigger's schema. */
+static void
+sync_queue_role(Oid nsp, Oid role)
+{
+	Oid			types[1] = {OIDOID};
+	Datum		values[1] = {ObjectIdGetDatum(role)};
+	int			rc;
+
+	rc = SPI_execute_with_args(psprintf("SELECT %s._sync_owner_ref($1, 'queue')",
+										quote_identifier(get_namespace_name(nsp))),
+							   1, types, values, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "queue role sync failed: %s", SPI_result_code_string(rc));
+}
+
+/*
+ * queue._queue_roles_trigger(), AFTER INSERT OR DELETE OR UPDATE of the
+ * layout, owner and grantees on queue._queues, for each row: a role a
+ * shared queue's row names holds SELECT on queue._queue_roles (granted with
+ * its first such queue, queue._sync_owner_ref), and a role no row names
+ * any more gives it up.  A role that already holds it costs a look at the
+ * table's ACL: every create but a role's first.  1.4's was PL/pgSQL (1.5).
+ */
+Datum
+queue_queue_roles_trigger(PG_FUNCTION_ARGS)
+{
+	TriggerData *td = (TriggerData *) fcinfo->context;
+	TupleDesc	desc;
+	Oid			nsp;
+	Oid			relid;
+	List	   *new_roles;
+	List	   *old_roles;
+	List	   *sync = NIL;
+	ListCell   *lc;
+
+	if (!CALLED_AS_TRIGGER(fcinfo) || !TRIGGER_FIRED_FOR_ROW(td->tg_event))
+		elog(ERROR, "queue._queue_roles_trigger() must be called as a row trigger");
+	desc = RelationGetDescr(td->tg_relation);
+	nsp = RelationGetNamespace(td->tg_relation);
+	relid = get_relname_relid("_queue_roles", nsp);
+	if (!OidIsValid(relid))
+		elog(ERROR, "relation queue._queue_roles is missing");
+	new_roles = row_roles(TRIGGER_FIRED_BY_UPDATE(td->tg_event) ? td->tg_newtuple :
+						  TRIGGER_FIRED_BY_INSERT(td->tg_event) ? td->tg_trigtuple : NULL,
+						  desc);
+	old_roles = row_roles(TRIGGER_FIRED_BY_INSERT(td->tg_event) ? NULL : td->tg_trigtuple,
+						  desc);
+
+	foreach(lc, new_roles)
+		if (!granted_select(relid, lfirst_oid(lc)))
+			sync = lappend_oid(sync, lfirst_oid(lc));
+	/* a role the row names no more (its last queue: the grant goes) */
+	sync = list_concat(sync, list_difference_oid(old_roles, new_roles));
+	if (sync != NIL)
+	{
+		SPI_connect();
+		foreach(lc, sync)
+			sync_queue_role(nsp, lfirst_oid(lc));
+		SPI_finish();
+	}
+	return PointerGetDatum(NULL);
 }

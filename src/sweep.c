@@ -698,6 +698,25 @@ queue_reclaim_pass(MemoryContext cxt)
 	MemoryContextSwitchTo(outer);
 }
 
+/* Vacuum the shared tables that churned (vacuum.c); an error waits for a later pass. */
+void
+queue_vacuum_shared_pass(MemoryContext cxt)
+{
+	MemoryContext outer = MemoryContextSwitchTo(cxt);
+
+	PG_TRY();
+	{
+		queue_vacuum_shared_if_churned();
+	}
+	PG_CATCH();
+	{
+		sweep_recover(cxt);
+	}
+	PG_END_TRY();
+	MemoryContextReset(cxt);
+	MemoryContextSwitchTo(outer);
+}
+
 /* A queue the worker has not swept yet: everything is due. */
 void
 queue_sweep_new(SweptQueue *sq)
@@ -709,6 +728,15 @@ queue_sweep_new(SweptQueue *sq)
 	sq->vacuumed_churn = -1;
 	sq->vacuumed_g_churn = -1;
 	sq->lap_running = false;
+}
+
+/* A queue known to be empty, with no arrival yet: nothing is due. */
+void
+queue_sweep_empty(SweptQueue *sq)
+{
+	sq->empty_arrivals = 0;
+	sq->windows_empty = true;
+	sq->lap_due = sq->windows_due = sq->dlq_due = DT_NOEND;
 }
 
 /* A reload makes every queue due at once: an admin's "sweep now". */

@@ -27,7 +27,9 @@
 #include "commands/vacuum.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_node.h"
+#include "catalog/pg_class.h"
 #include "utils/memutils.h"
+#include "utils/syscache.h"
 
 #include "internal.h"
 
@@ -37,8 +39,8 @@
 
 /*
  * VACUUM queue_data.<kind><id>, or the shared table of that kind (the
- * tables of every shared queue: one that churns has it vacuumed, as a
- * dedicated queue has its own).
+ * tables of every shared queue, vacuumed when they churned together:
+ * queue_vacuum_shared_if_churned).
  */
 static void
 vacuum_table(char kind, int64 queue_id, bool shared, bool fifo)
@@ -64,6 +66,72 @@ vacuum_table(char kind, int64 queue_id, bool shared, bool fifo)
 	StartTransactionCommand();
 	ExecVacuum(make_parsestate(NULL), stmt, true);
 	CommitTransactionCommand();
+}
+
+/*
+ * The churn of the shared queues since their tables' last vacuum, by
+ * table: messages, fifo_messages, groups (a shared queue's own churn would
+ * have the whole table, every queue's rows, vacuumed for it alone: a small
+ * busy queue beside a deep one would vacuum the deep one's indexes every
+ * second).
+ */
+static int64 shared_churn[3];
+
+/*
+ * Once a pass, outside any transaction: vacuum each shared table whose
+ * queues together churned as much as it holds (reltuples, as the last
+ * vacuum or analyze left it), at least QUEUE_VACUUM_MIN_CHURN and at most
+ * QUEUE_VACUUM_MAX_CHURN, the rule of a dedicated queue's table applied to
+ * the table.  Errors are the caller's to catch.
+ */
+void
+queue_vacuum_shared_if_churned(void)
+{
+	static const char *const names[3] = {"messages", "fifo_messages", "groups"};
+
+	for (int t = 0; t < 3; t++)
+	{
+		float4		rows = 0;
+		Oid			relid;
+		MemoryContext portal;
+
+		if (shared_churn[t] < QUEUE_VACUUM_MIN_CHURN)
+			continue;
+		StartTransactionCommand();
+		relid = queue_data_relid(names[t]);
+		if (OidIsValid(relid))
+		{
+			HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+
+			if (HeapTupleIsValid(tup))
+			{
+				rows = ((Form_pg_class) GETSTRUCT(tup))->reltuples;
+				ReleaseSysCache(tup);
+			}
+		}
+		CommitTransactionCommand();
+		if (!OidIsValid(relid))
+		{
+			shared_churn[t] = 0;
+			continue;
+		}
+		if (shared_churn[t] < Min(Max(rows, 0), QUEUE_VACUUM_MAX_CHURN))
+			continue;
+		shared_churn[t] = 0;
+		portal = AllocSetContextCreate(TopMemoryContext, "queue vacuum",
+									   ALLOCSET_DEFAULT_SIZES);
+		PortalContext = portal;
+		PG_TRY();
+		{
+			vacuum_table(t == 2 ? 'g' : 'q', 0, true, t == 1);
+		}
+		PG_FINALLY();
+		{
+			PortalContext = NULL;
+			MemoryContextDelete(portal);
+		}
+		PG_END_TRY();
+	}
 }
 
 /*
@@ -93,6 +161,19 @@ queue_vacuum_if_churned(int64 queue_id, bool fifo, bool shared, int64 g_blocks,
 	if (*last < 0 || churn < *last || *last_g < 0 || churn < *last_g)
 	{
 		*last = *last_g = churn;	/* first sight, or counters reset */
+		return;
+	}
+
+	/*
+	 * A shared queue's churn goes to its tables' account: they are
+	 * vacuumed for all their queues at the end of the pass.
+	 */
+	if (shared)
+	{
+		shared_churn[fifo ? 1 : 0] += churn - *last;
+		if (fifo)
+			shared_churn[2] += churn - *last;
+		*last = *last_g = churn;
 		return;
 	}
 	vacuum_q = churn - *last >= QUEUE_VACUUM_MIN_CHURN &&

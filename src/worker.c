@@ -463,7 +463,7 @@ typedef struct Schedule
  * does.  sch's arrays live in the list's memory context.
  */
 static void
-attach_sweep_state(HTAB *swept, List *queues, bool whole, Schedule *sch)
+attach_sweep_state(HTAB *swept, List *queues, bool whole, bool since_start, Schedule *sch)
 {
 	HASH_SEQ_STATUS status;
 	SweptQueue *sq;
@@ -504,6 +504,15 @@ attach_sweep_state(HTAB *swept, List *queues, bool whole, Schedule *sch)
 		{
 			queue_sweep_new(sq);
 			sq->active = false;
+
+			/*
+			 * Created since this worker started, and nothing has arrived
+			 * in it (its counters start at its create): empty, nothing to
+			 * look at until something arrives.  (Counters of a queue that
+			 * existed before are lost in a crash: those are looked at.)
+			 */
+			if (since_start && queue_arrival_count(q->id) == 0)
+				queue_sweep_empty(sq);
 		}
 		else if (sq->listed_retention != q->retention ||
 				 sq->listed_dedup_window != q->dedup_window ||
@@ -626,8 +635,9 @@ queue_worker_main(Datum arg)
 			MemoryContextReset(list_cxt);
 			MemoryContextSwitchTo(list_cxt);
 			queue_list_stale = false;
+			attach_sweep_state(swept, queue_sweep_list(&exists, NULL, 0), true, listed_at != 0,
+							   &sch);
 			listed_at = GetCurrentTimestamp();
-			attach_sweep_state(swept, queue_sweep_list(&exists, NULL, 0), true, &sch);
 		}
 		else
 		{
@@ -650,7 +660,8 @@ queue_worker_main(Datum arg)
 			if (nfresh > 0)
 			{
 				MemoryContextSwitchTo(list_cxt);
-				attach_sweep_state(swept, queue_sweep_list(&exists, fresh, nfresh), false, &sch);
+				attach_sweep_state(swept, queue_sweep_list(&exists, fresh, nfresh), false, true,
+								   &sch);
 			}
 		}
 		MemoryContextSwitchTo(pass_cxt);
@@ -691,6 +702,7 @@ queue_worker_main(Datum arg)
 			sq->active = false;
 			sch.due[i] = queue_sweep_next_visit(q, sq);
 		}
+		queue_vacuum_shared_pass(sweep_cxt);
 		queue_reclaim_pass(sweep_cxt);
 		queue_topic_sweep();
 		queue_consumers_tend();

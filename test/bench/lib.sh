@@ -161,6 +161,17 @@ EOF
 # messages in flight (leased for an hour; receipts in bench_handles) and then
 # VISIBLE visible ones.  Filled with send_batch in chunks of 1000, its
 # largest batch.
+# the create's layout argument: the kind's (BENCH_DEDICATED, run.sh), every
+# queue dedicated (BENCH_LAYOUT=dedicated), or none for a build before 1.4
+# (BENCH_LAYOUT=old), to compare a dedicated queue with 1.3 (README
+# "Benchmarks")
+layout_arg() {
+	case ${BENCH_LAYOUT:-} in
+	old) ;;
+	dedicated) echo ", dedicated => true" ;;
+	*) echo ", dedicated => ${BENCH_DEDICATED:-false}" ;;
+	esac
+}
 reset_queue() {
 	local name=$1 fifo=$2 groups=$3 visible=$4 leased=${5:-0} extra="" take=""
 	if [ "$fifo" = true ]; then
@@ -190,7 +201,7 @@ DO \$\$ BEGIN
 		IF queue._reclaim_step(100000) = 0 THEN PERFORM pg_sleep(0.01); END IF;
 	END LOOP;
 END \$\$;
-SELECT queue.create('$name', fifo => $fifo, dedicated => ${BENCH_DEDICATED:-false});
+SELECT queue.create('$name', fifo => $fifo$(layout_arg));
 CREATE TEMP TABLE fill AS
 	SELECT 'l' AS tag, g, least(1000, $leased - g * 1000) AS n
 	  FROM generate_series(0, ($leased - 1) / 1000) AS g WHERE $leased > 0;

@@ -101,6 +101,10 @@
 #                      MANYQ_PREFILL (100 messages per queue in the cycle)
 #   PREFILL            messages waiting at the start of each run (1000)
 #   BODY_BYTES         message body size (100)
+#   BENCH_LAYOUT       the queues' layout: each kind's (empty: shared, and
+#                      dedicated for the *_ded kinds), dedicated (every
+#                      queue), or old (no layout argument: a build before
+#                      1.4, with STORAGE_PAIRS=0; see README "Benchmarks")
 #   BENCH_FLOOR_ONLY=1 measure the floor only; the extension may be missing
 #   BENCH_KEEP=1       keep the cluster's folder (logs) after the run
 #   PG_CONFIG          which PostgreSQL (default: pg_config on PATH)

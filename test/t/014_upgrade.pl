@@ -300,14 +300,32 @@ SELECT queue.drop('up_shared');
 )), "t\n1\nafter 1.4\nf\nt", '1.4: a shared queue works');
 $before_peek = sql($peek);
 
+# 1.4 -> 1.5: the create's checks and the shared queues' role trigger in C;
+# nothing else changes.  A shared queue's owner is still held by its grant
+# on queue._queue_roles, and bad input still gets 1.4's errors.
+sql("ALTER EXTENSION queue UPDATE TO '1.5'");
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.5', 'updated to 1.5');
+is(sql($peek), $before_peek, '1.5: every message unchanged, in delivery order');
+is(sql(q(
+SET ROLE up_owner;
+SELECT queue.create('up_shared15', dedicated => false) > 0;
+RESET ROLE;
+SELECT has_table_privilege('up_owner', 'queue._queue_roles', 'SELECT');
+SELECT queue.drop('up_shared15');
+SELECT has_table_privilege('up_owner', 'queue._queue_roles', 'SELECT');
+)), "t\nt\nt\nf", '1.5: a shared queue\'s owner holds its grant while it owns one');
+my ($rc15, $out15, $err15) = $node->psql('old',
+	"SELECT queue.create('up_bad', retention => '30 seconds', dedicated => false)");
+like($err15, qr/argument "retention" must be between 00:01:00 and 14 days/, '1.5: the interval checks\' message');
+
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
 $node->safe_psql('fresh', q(
 CREATE EXTENSION queue;
 GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
 ));
-is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.4',
-	'a fresh install is 1.4');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.5',
+	'a fresh install is 1.5');
 sub schema_dump
 {
 	my ($db) = @_;
@@ -359,7 +377,7 @@ like($err, qr/schema "queue" is owned by role "up_squatter", who is not a superu
 is($node->safe_psql('squatted', "SELECT count(*) FROM pg_extension WHERE extname = 'queue'"), '0',
 	'and installs nothing');
 $node->safe_psql('squatted', 'DROP SCHEMA queue; CREATE SCHEMA queue; CREATE EXTENSION queue');
-is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.4',
+is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.5',
 	'a schema queue that a superuser made is used');
 
 $node->stop;
