@@ -378,7 +378,6 @@ extern bool queue_preloaded;
 extern void queue_count(int64 queue_id, int counter, int64 n);
 extern void queue_count_only(int64 key, int counter, int64 n);
 extern void queue_note_wakeup(int64 queue_id);
-extern void queue_rehome_counters(int n);
 extern void queue_reset_counters(int64 queue_id);
 extern void queue_forget_counters(int64 queue_id);
 extern void queue_forget_counters_at_commit(int64 queue_id);
@@ -494,6 +493,7 @@ typedef struct QueueShared
 } QueueShared;
 
 extern QueueShared *queue_shared;
+extern QueueCounterEntry *queue_counter_probe(Oid dbid, int64 queue_id, bool create);
 extern int	queue_max_queues;
 extern void queue_shmem_init(void);
 extern QueueDbSlot *queue_db_slot(Oid dbid, bool create);

@@ -7,8 +7,12 @@
  *	  max_prepared_transactions), and the registry of databases the
  *	  launcher and workers share.
  *
+ * The counter table is found by probing (queue_counter_probe); stats.c
+ * keeps the counts in it.
+ *
  * The registry: one slot per database that has (or had) a worker, where
- * the worker says what it found and others ask of it; queue._register()
+ * the worker says what it found (and commits name the queues they changed,
+ * stats.c) and others ask of it; queue._register()
  * (CREATE EXTENSION) asks the launcher for a worker when its transaction
  * commits (or, prepared, when COMMIT PREPARED commits it), once the worker
  * can see the extension.
@@ -19,6 +23,7 @@
 
 #include "access/twophase.h"
 #include "access/xact.h"
+#include "common/hashfn.h"
 #include "fmgr.h"
 #include "miscadmin.h"
 #include "storage/ipc.h"
@@ -93,6 +98,81 @@ error:
 	unlink(COUNTERS_FILE ".tmp");
 }
 
+/*
+ * The counter entry of (dbid, queue_id) by linear probing from its hash,
+ * created if asked and there is room: a dropped queue's slot, or a free
+ * one while fewer than queue.max_queues are taken.  The table has twice
+ * that many slots, so probing ends at a free slot after a few steps, also
+ * for the queues that got none (a full table would make every such probe
+ * walk all of it: the worker does one per queue per pass).  The caller
+ * holds the lock, or is the postmaster at startup.
+ */
+QueueCounterEntry *
+queue_counter_probe(Oid dbid, int64 queue_id, bool create)
+{
+	QueueShared *sh = queue_shared;
+	uint32		start = (hash_bytes_uint32((uint32) queue_id) ^ dbid) % sh->ncounters;
+	QueueCounterEntry *reuse = NULL;
+
+	for (int i = 0; i < sh->ncounters; i++)
+	{
+		QueueCounterEntry *e = &sh->counters[(start + i) % sh->ncounters];
+
+		if (e->dbid == dbid && e->queue_id == queue_id)
+			return e;
+		/* A dropped queue's slot keeps the chain going but may be reused. */
+		if (e->dbid != InvalidOid && e->queue_id == 0 && reuse == NULL)
+			reuse = e;
+		if (e->dbid == InvalidOid)
+		{
+			if (!create)
+				return NULL;
+			if (reuse == NULL)
+			{
+				if (sh->nused >= queue_max_queues)
+					return NULL;	/* all the slots there are to take */
+				sh->nused++;
+				reuse = e;
+			}
+			break;
+		}
+	}
+	if (!create || reuse == NULL)
+		return NULL;
+	for (int c = 0; c < QC_NUM; c++)
+		pg_atomic_write_u64(&reuse->c[c], 0);
+	pg_atomic_write_u64(&reuse->arrived, 0);
+	pg_atomic_write_u32(&reuse->active, 0);
+	reuse->queue_id = queue_id;
+	reuse->dbid = dbid;
+	return reuse;
+}
+
+/*
+ * Counters loaded from disk sit in slots 0..n-1; move each to where probing
+ * finds it (dropped queues' slots are not saved).  Runs in the postmaster
+ * before anyone else looks.
+ */
+static void
+rehome_counters(int n)
+{
+	QueueCounterEntry *saved = palloc(Max(n, 1) * sizeof(QueueCounterEntry));
+
+	memcpy(saved, queue_shared->counters, n * sizeof(QueueCounterEntry));
+	for (int i = 0; i < n; i++)
+		queue_shared->counters[i].dbid = InvalidOid;
+	queue_shared->nused = 0;
+	for (int i = 0; i < n; i++)
+	{
+		QueueCounterEntry *e = queue_counter_probe(saved[i].dbid, saved[i].queue_id, true);
+
+		if (e != NULL)
+			for (int c = 0; c < QC_NUM; c++)
+				pg_atomic_write_u64(&e->c[c], pg_atomic_read_u64(&saved[i].c[c]));
+	}
+	pfree(saved);
+}
+
 /* Read the counters saved at the last clean shutdown, then forget them. */
 static void
 load_counters(void)
@@ -119,7 +199,7 @@ load_counters(void)
 	}
 	FreeFile(f);
 	unlink(COUNTERS_FILE);
-	queue_rehome_counters(n);
+	rehome_counters(n);
 }
 
 static Size

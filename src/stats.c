@@ -30,7 +30,6 @@
 
 #include "access/twophase.h"
 #include "access/xact.h"
-#include "common/hashfn.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
@@ -65,56 +64,6 @@ static bool prepare_named = false;
 static void register_callbacks(void);
 static PendingQueue *pending_entry(int64 queue_id);
 
-/*
- * The counter entry of (dbid, queue_id) by linear probing from its hash,
- * created if asked and there is room: a dropped queue's slot, or a free
- * one while fewer than queue.max_queues are taken.  The table has twice
- * that many slots, so probing ends at a free slot after a few steps, also
- * for the queues that got none (a full table would make every such probe
- * walk all of it: the worker does one per queue per pass).  The caller
- * holds the lock, or is the postmaster at startup.
- */
-static QueueCounterEntry *
-counter_probe(Oid dbid, int64 queue_id, bool create)
-{
-	QueueShared *sh = queue_shared;
-	uint32		start = (hash_bytes_uint32((uint32) queue_id) ^ dbid) % sh->ncounters;
-	QueueCounterEntry *reuse = NULL;
-
-	for (int i = 0; i < sh->ncounters; i++)
-	{
-		QueueCounterEntry *e = &sh->counters[(start + i) % sh->ncounters];
-
-		if (e->dbid == dbid && e->queue_id == queue_id)
-			return e;
-		/* A dropped queue's slot keeps the chain going but may be reused. */
-		if (e->dbid != InvalidOid && e->queue_id == 0 && reuse == NULL)
-			reuse = e;
-		if (e->dbid == InvalidOid)
-		{
-			if (!create)
-				return NULL;
-			if (reuse == NULL)
-			{
-				if (sh->nused >= queue_max_queues)
-					return NULL;	/* all the slots there are to take */
-				sh->nused++;
-				reuse = e;
-			}
-			break;
-		}
-	}
-	if (!create || reuse == NULL)
-		return NULL;
-	for (int c = 0; c < QC_NUM; c++)
-		pg_atomic_write_u64(&reuse->c[c], 0);
-	pg_atomic_write_u64(&reuse->arrived, 0);
-	pg_atomic_write_u32(&reuse->active, 0);
-	reuse->queue_id = queue_id;
-	reuse->dbid = dbid;
-	return reuse;
-}
-
 /* The counter entry of a queue of this database, created on first use. */
 static QueueCounterEntry *
 counter_entry(int64 queue_id, bool create)
@@ -122,34 +71,9 @@ counter_entry(int64 queue_id, bool create)
 	QueueCounterEntry *found;
 
 	LWLockAcquire(queue_shared->lock, create ? LW_EXCLUSIVE : LW_SHARED);
-	found = counter_probe(MyDatabaseId, queue_id, create);
+	found = queue_counter_probe(MyDatabaseId, queue_id, create);
 	LWLockRelease(queue_shared->lock);
 	return found;
-}
-
-/*
- * Counters loaded from disk sit in slots 0..n-1; move each to where probing
- * finds it (dropped queues' slots are not saved).  Runs in the postmaster
- * before anyone else looks.
- */
-void
-queue_rehome_counters(int n)
-{
-	QueueCounterEntry *saved = palloc(Max(n, 1) * sizeof(QueueCounterEntry));
-
-	memcpy(saved, queue_shared->counters, n * sizeof(QueueCounterEntry));
-	for (int i = 0; i < n; i++)
-		queue_shared->counters[i].dbid = InvalidOid;
-	queue_shared->nused = 0;
-	for (int i = 0; i < n; i++)
-	{
-		QueueCounterEntry *e = counter_probe(saved[i].dbid, saved[i].queue_id, true);
-
-		if (e != NULL)
-			for (int c = 0; c < QC_NUM; c++)
-				pg_atomic_write_u64(&e->c[c], pg_atomic_read_u64(&saved[i].c[c]));
-	}
-	pfree(saved);
 }
 
 /*
@@ -248,7 +172,7 @@ queue_take_active(bool all, int64 *ids, int *nids)
 	{
 		for (int i = 0; i < s->nactive; i++)
 		{
-			QueueCounterEntry *e = counter_probe(MyDatabaseId, s->active[i], false);
+			QueueCounterEntry *e = queue_counter_probe(MyDatabaseId, s->active[i], false);
 
 			if (e != NULL)
 				pg_atomic_write_u32(&e->active, 0);
@@ -275,7 +199,7 @@ queue_forget_counters(int64 queue_id)
 	if (queue_shared == NULL)
 		return;
 	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
-	e = counter_probe(MyDatabaseId, queue_id, false);
+	e = queue_counter_probe(MyDatabaseId, queue_id, false);
 	if (e != NULL)
 		e->queue_id = 0;
 	LWLockRelease(queue_shared->lock);

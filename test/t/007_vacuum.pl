@@ -2,7 +2,8 @@
 # last vacuum (received, deleted, expired, moved) reach 1,000 and the number
 # the queue holds: a busy queue's dead rows do not wait for autovacuum
 # (turned off here, so every vacuum seen is the worker's).  A queue that
-# holds more than it churned is left alone.
+# holds more than it churned is left alone.  Shared queues' tables go by
+# the churn of all their queues together.
 use strict;
 use warnings;
 
@@ -92,6 +93,45 @@ $node->safe_psql('postgres', "SELECT pg_sleep(1)");
 is($node->safe_psql('postgres', "SELECT visible FROM queue.stats WHERE queue_name = 'deep'"),
 	'4000', 'and 4,000 after a receive and delete of 1,000');
 is(vacuums("q$deep"), '0', 'a queue holding more than it churned is not vacuumed');
+
+# --- shared queues: their tables are vacuumed for all of them -------------
+# (DESIGN.md "Storage"): a shared table is vacuumed once its queues together
+# churned 1,000 and as many messages as it holds (at most 10,000), not for
+# each queue: a small busy queue beside a deep one does not have the deep
+# one's indexes read over and over.
+
+$node->safe_psql('postgres', "SELECT queue.create('s_busy', dedicated => false)");
+$node->safe_psql('postgres', "SELECT queue.create('s_busy.fifo', fifo => true, dedicated => false)");
+$node->safe_psql('postgres', "SELECT pg_sleep(0.3)");
+is(vacuums('messages'), '0', 'no vacuum of the shared table before its queues churned');
+cycle('s_busy', 2000, 0);
+ok($node->poll_query_until('postgres',
+		"SELECT vacuum_count > 0 FROM pg_stat_user_tables WHERE relid = 'queue_data.messages'::regclass"),
+	'the worker vacuumed the shared message table its queue churned');
+cycle('s_busy.fifo', 2000, 1);
+ok( $node->poll_query_until(
+		'postgres',
+		"SELECT bool_and(vacuum_count > 0) FROM pg_stat_user_tables"
+		  . " WHERE relid IN ('queue_data.fifo_messages'::regclass, 'queue_data.groups'::regclass)"),
+	'the worker vacuumed the shared FIFO message and group tables');
+
+# A deep shared queue of 20,000 beside a small busy one: 2,000 churned is
+# not enough for the table, 10,000 (the most it waits for) is.
+$node->safe_psql('postgres', q(
+SELECT queue.create('s_deep', dedicated => false);
+SELECT count(*) FROM generate_series(1, 20) g,
+	LATERAL queue.send_batch('s_deep', array_fill('x' || g, ARRAY[1000]));
+ANALYZE queue_data.messages;
+));
+$node->safe_psql('postgres', "SELECT pg_sleep(0.3)");
+my $before = vacuums('messages');
+cycle('s_busy', 2000, 0);
+$node->safe_psql('postgres', "SELECT pg_sleep(1)");
+is(vacuums('messages'), $before, 'a small queue\'s 2,000 beside a deep one of 20,000: no vacuum of the shared table');
+cycle('s_busy', 8000, 0);
+ok($node->poll_query_until('postgres',
+		"SELECT vacuum_count > $before FROM pg_stat_user_tables WHERE relid = 'queue_data.messages'::regclass"),
+	'... after 10,000 churned together, one');
 
 $node->stop;
 done_testing();
