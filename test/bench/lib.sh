@@ -196,10 +196,14 @@ CREATE TABLE bench_handles (n int PRIMARY KEY, id bigint, receipt text);
 SELECT queue.drop('$name', if_exists => true);
 -- a shared queue's rows are the worker's to delete after a drop: done here,
 -- before the measurement, as dropping a dedicated queue's tables is
+-- (a build before 1.4 has no queue._reclaim: PL/pgSQL parses a statement
+-- when it first runs it, so the loop stays unparsed there)
 DO \$\$ BEGIN
-	WHILE to_regclass('queue._reclaim') IS NOT NULL AND EXISTS (SELECT FROM queue._reclaim) LOOP
-		IF queue._reclaim_step(100000) = 0 THEN PERFORM pg_sleep(0.01); END IF;
-	END LOOP;
+	IF to_regclass('queue._reclaim') IS NOT NULL THEN
+		WHILE EXISTS (SELECT FROM queue._reclaim) LOOP
+			IF queue._reclaim_step(100000) = 0 THEN PERFORM pg_sleep(0.01); END IF;
+		END LOOP;
+	END IF;
 END \$\$;
 SELECT queue.create('$name', fifo => $fifo$(layout_arg));
 CREATE TEMP TABLE fill AS
