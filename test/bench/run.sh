@@ -94,8 +94,8 @@
 #                      (off: the latency is the receive's work, not the
 #                      wait for the WAL flush, which varies more than it)
 #   SOAK=0/1           the soak (1; 0); SOAK_MESSAGES (1000000), SOAK_SYNC (on)
-#   MANYQ=0/1          the many-queues section (1); MANYQ_QUEUES (10000;
-#                      1000), MANYQ_TOUCH (min(MANYQ_QUEUES, 1000): queues of
+#   MANYQ=0/1          the many-queues section (1); MANYQ_QUEUES (100000;
+#                      1000), MANYQ_TOUCH (min(MANYQ_QUEUES, 10000; 1000): queues of
 #                      the memory and cycle parts), MANYQ_IDLE_SECS (30; 10),
 #                      MANYQ_SECS (SECS), MANYQ_CLIENTS (4), MANYQ_SYNC (off),
 #                      MANYQ_PREFILL (100 messages per queue in the cycle)

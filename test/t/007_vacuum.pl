@@ -28,6 +28,16 @@ sub vacuums
 		  . " WHERE schemaname = 'queue_data' AND relname = '$table'");
 }
 
+# vacuumed(min, tables...): wait until each of queue_data's tables has
+# been vacuumed more than min times
+sub vacuumed
+{
+	my ($min, @tables) = @_;
+	my $list = join(', ', map { "'queue_data.$_'::regclass" } @tables);
+	return $node->poll_query_until('postgres',
+		"SELECT bool_and(vacuum_count > $min) FROM pg_stat_user_tables WHERE relid IN ($list)");
+}
+
 # cycle(queue, n, fifo): send n (on a FIFO queue over 7 groups, each with
 # its own deduplication id), receive and delete them, 100 at a time.
 sub cycle
@@ -55,10 +65,7 @@ my $busy = q_id('busy');
 $node->safe_psql('postgres', "SELECT pg_sleep(0.3)");
 is(vacuums("q$busy"), '0', 'no vacuum before the queue churned');
 cycle('busy', 2000, 0);
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT vacuum_count > 0 FROM pg_stat_user_tables WHERE relid = 'queue_data.q$busy'::regclass"),
-	'the worker vacuumed the churned message table');
+ok(vacuumed(0, "q$busy"), 'the worker vacuumed the churned message table');
 
 # --- a FIFO queue: its group table too --------------------------------------
 
@@ -66,11 +73,7 @@ $node->safe_psql('postgres', "SELECT queue.create('busy.fifo', fifo => true)");
 my $fifo = q_id('busy.fifo');
 $node->safe_psql('postgres', "SELECT pg_sleep(0.3)");
 cycle('busy.fifo', 2000, 1);
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT bool_and(vacuum_count > 0) FROM pg_stat_user_tables"
-		  . " WHERE relid IN ('queue_data.q$fifo'::regclass, 'queue_data.g$fifo'::regclass)"),
-	'the worker vacuumed the FIFO queue\'s message and group tables');
+ok(vacuumed(0, "q$fifo", "g$fifo"), 'the worker vacuumed the FIFO queue\'s message and group tables');
 is( $node->safe_psql('postgres',
 		"SELECT count(*) FROM queue_data.g$fifo"),
 	'0', 'every group emptied, every group row gone');
@@ -105,15 +108,9 @@ $node->safe_psql('postgres', "SELECT queue.create('s_busy.fifo', fifo => true, d
 $node->safe_psql('postgres', "SELECT pg_sleep(0.3)");
 is(vacuums('messages'), '0', 'no vacuum of the shared table before its queues churned');
 cycle('s_busy', 2000, 0);
-ok($node->poll_query_until('postgres',
-		"SELECT vacuum_count > 0 FROM pg_stat_user_tables WHERE relid = 'queue_data.messages'::regclass"),
-	'the worker vacuumed the shared message table its queue churned');
+ok(vacuumed(0, 'messages'), 'the worker vacuumed the shared message table its queue churned');
 cycle('s_busy.fifo', 2000, 1);
-ok( $node->poll_query_until(
-		'postgres',
-		"SELECT bool_and(vacuum_count > 0) FROM pg_stat_user_tables"
-		  . " WHERE relid IN ('queue_data.fifo_messages'::regclass, 'queue_data.groups'::regclass)"),
-	'the worker vacuumed the shared FIFO message and group tables');
+ok(vacuumed(0, 'fifo_messages', 'groups'), 'the worker vacuumed the shared FIFO message and group tables');
 
 # A deep shared queue of 20,000 beside a small busy one: 2,000 churned is
 # not enough for the table, 10,000 (the most it waits for) is.
@@ -129,9 +126,7 @@ cycle('s_busy', 2000, 0);
 $node->safe_psql('postgres', "SELECT pg_sleep(1)");
 is(vacuums('messages'), $before, 'a small queue\'s 2,000 beside a deep one of 20,000: no vacuum of the shared table');
 cycle('s_busy', 8000, 0);
-ok($node->poll_query_until('postgres',
-		"SELECT vacuum_count > $before FROM pg_stat_user_tables WHERE relid = 'queue_data.messages'::regclass"),
-	'... after 10,000 churned together, one');
+ok(vacuumed($before, 'messages'), '... after 10,000 churned together, one');
 
 $node->stop;
 done_testing();
