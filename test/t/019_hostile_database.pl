@@ -17,6 +17,17 @@
 # authorization, temporary tables, PREPARE, LISTEN, advisory locks); again
 # after a restart and on a promoted standby.  No trap may ever run as a
 # superuser, and mallory stays an ordinary role.
+#
+# Every path runs on shared queues too (DESIGN.md "Storage": rows in
+# queue_data.messages, fifo_messages, groups, dedup_ids and
+# receive_attempts), beside the dedicated ones the TAP settings make by
+# default: expiry, dead letters, deduplication ids, receive attempts and
+# FIFO groups read from the shared tables, a topic delivering into a
+# shared queue, consumers on shared queues, the vacuum of a churned shared
+# table; and what only shared queues have: a purge and a drop leave their
+# rows to the worker's reclaim (queue._reclaim), and the owner and
+# grantees of a shared queue are held by grants on queue._queue_roles,
+# which DROP ROLE refuses and DROP OWNED takes away.
 use strict;
 use warnings;
 
@@ -42,6 +53,16 @@ $ENV{PGOPTIONS} = '-c search_path=pg_catalog,pg_temp';
 
 sub su { return $node->safe_psql('hostile', $_[0]); }
 
+# A superuser's session under the database's settings (search_path and
+# the rest) but its own identity: what a superuser who connects runs.
+my $boot;
+sub su_hostile
+{
+	my ($sql) = @_;
+	local $ENV{PGOPTIONS} = "-c role=none -c session_authorization=$boot";
+	return $node->psql('hostile', $sql);
+}
+
 # mallory's sessions: the database's settings apply (no PGOPTIONS).
 sub mallory
 {
@@ -52,12 +73,15 @@ sub mallory
 
 $node->safe_psql('postgres', q(
 CREATE ROLE mallory LOGIN;
+CREATE ROLE trudy;
 CREATE DATABASE hostile OWNER mallory;
 ));
 su(q(
 CREATE EXTENSION queue;
-GRANT USAGE ON SCHEMA queue TO mallory;
+GRANT USAGE ON SCHEMA queue TO mallory, trudy;
+GRANT CREATE ON DATABASE hostile TO trudy;
 ));
+$boot = su('SELECT session_user');
 
 # --- the traps ------------------------------------------------------------
 mallory(q(
@@ -216,17 +240,38 @@ SELECT queue.create('h_ok');
 SELECT queue.create('h_fail', dead_letter_queue => 'h_dlq', max_receive_count => 2, visibility_timeout => '2 s');
 SELECT queue.create('h_slow', visibility_timeout => '1 s');
 SELECT queue.create('h_evil');
+SELECT queue.create('hs_dlq', dedicated => false);
+SELECT queue.create('hsq', retention => '1 min', dead_letter_queue => 'hs_dlq', max_receive_count => 2,
+	dedicated => false);
+SELECT queue.create('hsf', fifo => true, retention => '1 min', content_based_deduplication => true,
+	dedicated => false);
+SELECT queue.create('hs_ok', dedicated => false);
+SELECT queue.create('hs_fail', dead_letter_queue => 'hs_dlq', max_receive_count => 2, visibility_timeout => '2 s',
+	dedicated => false);
+SELECT queue.create('hs_purged', dedicated => false);
+SELECT queue.grant('hsq', 'trudy', '{send,receive}');
 SELECT queue.create_topic('ht');
 SELECT queue.subscribe('ht', 'hq', filter_policy => '{"n": [{"numeric": [">", 1]}]}');
+SELECT queue.subscribe('ht', 'hsq', filter_policy => '{"n": [{"numeric": [">", 1]}]}');
 SET search_path = app, pg_catalog;
 SELECT queue.create_consumer('c_ok', 'h_ok', 'app.h_ok(queue.message[])');
 SELECT queue.create_consumer('c_fail', 'h_fail', 'app.h_fail(queue.message[])', retry => 'fixed');
 SELECT queue.create_consumer('c_slow', 'h_slow', 'app.h_slow(queue.message[])');
 SELECT queue.create_consumer('c_evil', 'h_evil', 'app.h_evil(queue.message[])');
+SELECT queue.create_consumer('c_sok', 'hs_ok', 'app.h_ok(queue.message[])');
+SELECT queue.create_consumer('c_sfail', 'hs_fail', 'app.h_fail(queue.message[])', retry => 'fixed');
 ));
 is(su("SELECT string_agg(consumer_name || ':' || search_path, ' ' ORDER BY consumer_name) FROM queue.consumers"),
-	'c_evil:app, pg_catalog c_fail:app, pg_catalog c_ok:app, pg_catalog c_slow:app, pg_catalog',
+	'c_evil:app, pg_catalog c_fail:app, pg_catalog c_ok:app, pg_catalog c_sfail:app, pg_catalog '
+	  . 'c_slow:app, pg_catalog c_sok:app, pg_catalog',
 	'each consumer keeps its creator\'s search_path');
+is(su(q(
+SELECT string_agg(queue_name || ':' || CASE WHEN dedicated THEN 'dedicated' ELSE 'shared' END, ' '
+				  ORDER BY queue_name COLLATE "C")
+FROM queue.queues
+)), 'h_dlq:dedicated h_evil:dedicated h_fail:dedicated h_ok:dedicated h_slow:dedicated hf:dedicated '
+	  . 'hq:dedicated hs_dlq:shared hs_fail:shared hs_ok:shared hs_purged:shared hsf:shared hsq:shared',
+	'the h queues have tables of their own, the hs queues are rows in the shared tables');
 
 # The owner points the database at the traps; the worker and the consumer
 # processes connect again under it.
@@ -237,25 +282,62 @@ ok($node->poll_query_until('hostile',
 	'the worker of the hostile database runs');
 like(mallory('SHOW search_path'), qr/^evil, pg_catalog$/, 'mallory\'s sessions take the database\'s search_path');
 
+# trudy owns a shared queue, and mallory granted her hsq: both hold her
+# grant on queue._queue_roles (made in a superuser's session under the
+# database's search_path, then as trudy).
+my ($rc, $out, $err) = su_hostile(q(
+SET ROLE trudy;
+SELECT queue.create('hs_trudy', dedicated => false);
+SELECT queue.send_batch('hs_trudy', ARRAY['t1', 't2']);
+));
+is($rc, 0, 'trudy made a shared queue') or diag($err);
+my $queue_roles = q(
+SELECT coalesce(string_agg(x.grantee::regrole::text, ' ' ORDER BY x.grantee::regrole::text), '')
+FROM pg_class k, aclexplode(k.relacl) x
+WHERE k.oid = 'queue._queue_roles'::regclass AND x.privilege_type = 'SELECT' AND x.grantee <> k.relowner
+);
+is(su($queue_roles), 'mallory trudy', 'the owner and the grantee of shared queues hold SELECT on queue._queue_roles');
+
+# The key of a shared queue's rows in queue_data.messages, fifo_messages
+# and groups (its id, or a new one after a purge).
+sub store_of
+{
+	my ($name) = @_;
+	return "(SELECT coalesce(store_id, queue_id) FROM queue._queues WHERE queue_name = '$name')";
+}
+
 # Every background path, driven by mallory's own calls.
 sub drive
 {
 	my ($round) = @_;
+	# (hsq's message to expire comes after its receives: received twice,
+	# it would be the dead-letter queue's)
 	mallory(qq(
 SELECT queue.send('hq', 'expiring $round', deduplication_id => 'd$round');
 SELECT queue.send('hq', 'dead $round');
+SELECT queue.send('hsq', 'dead $round');
 SELECT count(*) FROM queue.receive('hq', 10, visibility_timeout => '1 s', receive_attempt_id => 'a$round');
+SELECT count(*) FROM queue.receive('hsq', 10, visibility_timeout => '1 s', receive_attempt_id => 'a$round');
 SELECT pg_sleep(1.2);
 SELECT count(*) FROM queue.receive('hq', 10, visibility_timeout => '1 s');
+SELECT count(*) FROM queue.receive('hsq', 10, visibility_timeout => '1 s');
+SELECT queue.send('hsq', 'expiring $round', deduplication_id => 'd$round');
 SELECT queue.send('hf', 'g1 $round', message_group_id => 'g1');
 SELECT queue.send('hf', 'g2 $round', message_group_id => 'g2');
 SELECT count(*) FROM queue.receive('hf', 2, visibility_timeout => '1 s');
+SELECT queue.send('hsf', 'g1 $round', message_group_id => 'g1');
+SELECT queue.send('hsf', 'g2 $round', message_group_id => 'g2');
+SELECT count(*) FROM queue.receive('hsf', 2, visibility_timeout => '1 s');
+SELECT queue.send('hsf', 'expiring $round', message_group_id => 'g3');
 SELECT delivered FROM queue.publish('ht', 'topic $round', attributes => '{"n": 5}');
 BEGIN;
 SELECT count(*) FROM queue.receive('hq', 10);
+SELECT count(*) FROM queue.receive('hsq', 10);
 ROLLBACK;
 SELECT queue.send_batch('h_ok', ARRAY['o1 $round', 'o2 $round', 'o3 $round']);
 SELECT queue.send('h_fail', 'poison $round');
+SELECT queue.send_batch('hs_ok', ARRAY['o1 $round', 'o2 $round', 'o3 $round']);
+SELECT queue.send('hs_fail', 'poison $round');
 SELECT queue.send('h_slow', 'slow $round');
 SELECT queue.send_batch('h_evil', ARRAY['e1 $round', 'e2 $round']);
 SELECT queue.send('h_evil', 'e3 $round');
@@ -266,17 +348,84 @@ SELECT queue.send('h_evil', 'e4 $round');
 UPDATE queue_data.q@{[ su("SELECT queue_id FROM queue.queues WHERE queue_name = 'hq'") ]}
 SET sent_at = now() - interval '2 minutes' WHERE body = 'expiring $round';
 ));
-	# vacuum: enough churn on h_ok for the worker to vacuum it
+	# and on the shared queues: a message of hsq and one of hsf (the only
+	# one of its group) past retention, their deduplication ids and hsq's
+	# receive attempt past their windows; a reload makes the worker look
+	# at every queue at once, not a retention after the sends.
+	is(su(qq(
+WITH m AS (UPDATE queue_data.messages SET sent_at = now() - interval '2 minutes'
+		   WHERE store_id = @{[ store_of('hsq') ]} AND body = 'expiring $round' RETURNING 1),
+	 f AS (UPDATE queue_data.fifo_messages SET sent_at = now() - interval '2 minutes'
+		   WHERE store_id = @{[ store_of('hsf') ]} AND body = 'expiring $round' RETURNING 1),
+	 d AS (UPDATE queue_data.dedup_ids SET accepted_at = now() - interval '1 hour'
+		   WHERE queue_id IN (SELECT queue_id FROM queue._queues WHERE queue_name IN ('hsq', 'hsf'))
+		   RETURNING queue_id),
+	 a AS (UPDATE queue_data.receive_attempts SET received_at = now() - interval '1 hour'
+		   WHERE queue_id = (SELECT queue_id FROM queue._queues WHERE queue_name = 'hsq') RETURNING 1)
+SELECT format('%s %s %s %s', (SELECT count(*) FROM m), (SELECT count(*) FROM f),
+			  (SELECT count(DISTINCT queue_id) FROM d), (SELECT count(*) FROM a))
+)), '1 1 2 1', "round $round: aged a message, deduplication ids and a receive attempt in the shared tables");
+	$node->reload;
+	# vacuum: enough churn on h_ok and hs_ok for the worker to vacuum
+	# h_ok's table and the shared one
 	mallory(q(
 SELECT count(*) FROM queue.send_batch('h_ok', ARRAY(SELECT 'v' || i FROM generate_series(1, 600) i));
 SELECT count(*) FROM queue.send_batch('h_ok', ARRAY(SELECT 'w' || i FROM generate_series(1, 600) i));
+SELECT count(*) FROM queue.send_batch('hs_ok', ARRAY(SELECT 'v' || i FROM generate_series(1, 600) i));
+SELECT count(*) FROM queue.send_batch('hs_ok', ARRAY(SELECT 'w' || i FROM generate_series(1, 600) i));
 ));
+	# purge and drop of shared queues return at once and leave the rows to
+	# the worker: a FIFO queue with messages, groups, deduplication ids and
+	# a receive attempt is dropped (its name is free for the next round),
+	# a standard one purged
+	mallory(qq(
+SELECT queue.create('hs_gone', fifo => true, content_based_deduplication => true, dedicated => false);
+SELECT count(*) FROM queue.send_batch('hs_gone', ARRAY(SELECT 'gone $round ' || i FROM generate_series(1, 40) i),
+	message_group_ids => ARRAY(SELECT 'g' || i % 4 FROM generate_series(1, 40) i));
+SELECT count(*) FROM queue.receive('hs_gone', 3, receive_attempt_id => 'gone$round');
+SELECT count(*) FROM queue.send_batch('hs_purged', ARRAY(SELECT 'purged $round ' || i FROM generate_series(1, 300) i));
+));
+	my ($gone_id, $gone_store, $purged_store) = split /\|/, su(q(
+SELECT format('%s|%s|%s', g.queue_id, coalesce(g.store_id, g.queue_id), coalesce(p.store_id, p.queue_id))
+FROM queue._queues g, queue._queues p WHERE g.queue_name = 'hs_gone' AND p.queue_name = 'hs_purged'
+));
+	my $left = qq(
+SELECT format('%s %s %s %s %s', (SELECT count(*) FROM queue_data.fifo_messages WHERE store_id = $gone_store),
+			  (SELECT count(*) FROM queue_data.groups WHERE store_id = $gone_store),
+			  (SELECT count(*) FROM queue_data.dedup_ids WHERE queue_id = $gone_id),
+			  (SELECT count(*) FROM queue_data.receive_attempts WHERE queue_id = $gone_id),
+			  (SELECT count(*) FROM queue_data.messages WHERE store_id = $purged_store))
+);
+	is(su($left), '40 4 40 1 300', "round $round: the queues to drop and to purge hold rows in the shared tables");
+	is(mallory(q(
+SELECT queue.drop('hs_gone');
+SELECT queue.purge('hs_purged');
+)), "t\n300", "round $round: mallory dropped a shared FIFO queue and purged a shared queue of 300");
+	ok($node->poll_query_until('hostile',
+			"SELECT NOT EXISTS (SELECT FROM queue._reclaim) AND ($left) = '0 0 0 0 0'"
+			  . " AND " . store_of('hs_purged') . " <> $purged_store"),
+		"round $round: the worker reclaimed the rows of the dropped and the purged queue")
+	  or diag(su("SELECT * FROM queue._reclaim") . "\n" . su($left));
 	ok($node->poll_query_until('hostile',
 			"SELECT count(*) = 0 FROM queue.peek('hq', 100) WHERE body = 'expiring $round'"),
 		"round $round: the worker expired a message");
+	ok($node->poll_query_until('hostile', qq(
+SELECT NOT EXISTS (SELECT FROM queue_data.messages WHERE body = 'expiring $round')
+   AND NOT EXISTS (SELECT FROM queue_data.fifo_messages WHERE body = 'expiring $round')
+   AND NOT EXISTS (SELECT FROM queue_data.dedup_ids WHERE accepted_at < now() - interval '30 minutes')
+   AND NOT EXISTS (SELECT FROM queue_data.receive_attempts WHERE received_at < now() - interval '30 minutes')
+)), "round $round: the worker expired a message of each shared queue, their deduplication ids and receive attempt");
+	# (received once, in the transaction that rolled back)
+	ok($node->poll_query_until('hostile',
+			"SELECT receive_count = 1 FROM queue_data.messages"
+			  . " WHERE store_id = @{[ store_of('hsq') ]} AND body = 'topic $round'"),
+		"round $round: the topic delivered into the shared queue, and the worker wrote the receive that rolled back");
 	ok($node->poll_query_until('hostile',
 			"SELECT count(*) >= 1 FROM queue.peek('h_dlq', 1000) WHERE body = 'poison $round'"),
 		"round $round: a failing consumer's message reached the dead-letter queue");
+	ok($node->poll_query_until('hostile',
+			"SELECT count(*) >= 1 FROM queue.peek('hs_dlq', 1000) WHERE body = 'poison $round'"),
+		"round $round: a failing consumer's message reached the shared dead-letter queue");
 	ok($node->poll_query_until('hostile',
 			"SELECT count(*) = 4 FROM app.done WHERE consumer = 'evil'"
 			  . " AND (SELECT count(*) FROM queue.peek('h_evil', 100)) = 0"),
@@ -285,6 +434,9 @@ SELECT count(*) FROM queue.send_batch('h_ok', ARRAY(SELECT 'w' || i FROM generat
 	ok($node->poll_query_until('hostile',
 			"SELECT count(*) = 0 FROM queue.peek('h_ok', 2000)"),
 		"round $round: the healthy consumer drained its queue");
+	ok($node->poll_query_until('hostile',
+			"SELECT NOT EXISTS (SELECT FROM queue_data.messages WHERE store_id = @{[ store_of('hs_ok') ]})"),
+		"round $round: the healthy consumer of a shared queue handled and deleted its messages");
 	ok($node->poll_query_until('hostile',
 			"SELECT last_error LIKE '57014:%' FROM queue.consumers WHERE consumer_name = 'c_slow'"),
 		"round $round: the slow handler was cancelled at its visibility timeout");
@@ -297,8 +449,14 @@ ok($node->poll_query_until('hostile',
 		  . " AND relname = 'q' || (SELECT queue_id FROM queue.queues WHERE queue_name = 'h_ok')"),
 	'the worker vacuumed a churned queue');
 ok($node->poll_query_until('hostile',
+		"SELECT vacuum_count > 0 FROM pg_stat_all_tables WHERE relid = 'queue_data.messages'::regclass"),
+	'the worker vacuumed the churned shared message table');
+ok($node->poll_query_until('hostile',
 		"SELECT count(*) >= 1 FROM queue.peek('h_dlq', 1000) WHERE body = 'dead 1'"),
 	'the worker moved a message received max_receive_count times to the dead-letter queue');
+ok($node->poll_query_until('hostile',
+		"SELECT count(*) >= 1 FROM queue.peek('hs_dlq', 1000) WHERE body = 'dead 1'"),
+	'... and one of a shared queue to the shared dead-letter queue');
 
 # What the session-changing handler was refused, and what it could do but
 # did not keep.
@@ -348,16 +506,36 @@ drive(3);
 
 # The role hooks under the same settings: a superuser's DROP ROLE in this
 # database (the hook reads the registries as the tables' owner) and
-# mallory's own DROP OWNED (the event trigger drops her consumers and
-# subscriptions as the tables' owner).
+# mallory's own DROP OWNED (the event trigger drops her consumers,
+# subscriptions and shared queues as the tables' owner, and the trigger on
+# the registry takes back the grants on queue._queue_roles).
 {
 	local $ENV{PGOPTIONS} = '';
 	my ($rc, $out, $err) = $node->psql('hostile', 'DROP ROLE mallory');
 	like($err, qr/role "mallory" cannot be dropped.*\n.*owner of consumer "c_evil"/s,
 		'DROP ROLE of the owner of consumers is refused, naming them, under the database\'s search_path');
+	like($err, qr/\n\s*owner of queue "hsq"\n/, '... and her shared queues');
 }
+($rc, $out, $err) = su_hostile('DROP ROLE trudy');
+like($err, qr/role "trudy" cannot be dropped.*\n(DETAIL:\s+)?owner of queue "hs_trudy"\nprivileges for queue "hsq"\n/s,
+	'a superuser\'s DROP ROLE of the owner of a shared queue and grantee of another is refused, naming them');
+($rc, $out, $err) = su_hostile('DROP OWNED BY trudy');
+is($rc, 0, 'a superuser\'s DROP OWNED BY trudy under the database\'s settings') or diag($err);
+is(su(q(
+SELECT format('%s %s', (SELECT count(*) FROM queue.queues WHERE queue_name = 'hs_trudy'),
+			  (SELECT send_roles::text || receive_roles::text FROM queue._queues WHERE queue_name = 'hsq'))
+)), '0 {}{}', 'it dropped her shared queue and her grants on mallory\'s');
+is(su($queue_roles), 'mallory', 'the trigger took back trudy\'s grant on queue._queue_roles');
+su('DROP ROLE trudy');
 mallory('DROP OWNED BY mallory');
 is(su('SELECT count(*) FROM queue.consumers'), '0', 'mallory\'s DROP OWNED dropped her consumers');
+is(su('SELECT count(*) FROM queue.queues WHERE NOT dedicated'), '0', '... and her shared queues');
+is(su($queue_roles), '', 'the trigger took back mallory\'s grant on queue._queue_roles');
+ok($node->poll_query_until('hostile', q(
+SELECT NOT EXISTS (SELECT FROM queue._reclaim) AND NOT EXISTS (SELECT FROM queue_data.messages)
+   AND NOT EXISTS (SELECT FROM queue_data.fifo_messages) AND NOT EXISTS (SELECT FROM queue_data.groups)
+   AND NOT EXISTS (SELECT FROM queue_data.dedup_ids) AND NOT EXISTS (SELECT FROM queue_data.receive_attempts)
+)), 'the worker reclaimed every row of the shared queues DROP OWNED dropped');
 
 # The verdict: over every log of both servers, no trap ran as a superuser,
 # and mallory is still an ordinary role; the traps did run in mallory's
