@@ -26,7 +26,6 @@
 #include "commands/extension.h"
 #include "executor/spi.h"
 #include "miscadmin.h"
-#include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
@@ -375,14 +374,7 @@ queue_sweep_list(bool *extension_exists, const int64 *ids, int nids)
 		SPI_connect();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		if (ids != NULL)
-		{
-			Datum	   *elems = palloc(sizeof(Datum) * Max(nids, 1));
-
-			for (int i = 0; i < nids; i++)
-				elems[i] = Int64GetDatum(ids[i]);
-			values[0] = PointerGetDatum(construct_array(elems, nids, INT8OID, sizeof(int64),
-														FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
-		}
+			values[0] = queue_int8_array(nids, ids);
 
 		/* (no order: each queue's sweep is its own, kept by id in a hash) */
 		if (SPI_execute_with_args(psprintf("SELECT queue_id, fifo,"

@@ -49,6 +49,7 @@ vacuum_table(char kind, int64 queue_id, bool shared, bool fifo)
 	char	   *relname = shared ?
 		pstrdup(queue_shared_table(kind, fifo) + strlen("queue_data.")) :
 		psprintf("%c" INT64_FORMAT, kind, queue_id);
+	MemoryContext portal;
 
 	/*
 	 * Never wait for a lock, and leave the table's length alone: a
@@ -63,9 +64,23 @@ vacuum_table(char kind, int64 queue_id, bool shared, bool fifo)
 	stmt->rels = list_make1(makeVacuumRelation(makeRangeVar("queue_data", relname, -1),
 											   InvalidOid, NIL));
 	stmt->is_vacuumcmd = true;
-	StartTransactionCommand();
-	ExecVacuum(make_parsestate(NULL), stmt, true);
-	CommitTransactionCommand();
+
+	/* VACUUM keeps its memory under PortalContext, which a worker lacks. */
+	portal = AllocSetContextCreate(TopMemoryContext, "queue vacuum",
+								   ALLOCSET_DEFAULT_SIZES);
+	PortalContext = portal;
+	PG_TRY();
+	{
+		StartTransactionCommand();
+		ExecVacuum(make_parsestate(NULL), stmt, true);
+		CommitTransactionCommand();
+	}
+	PG_FINALLY();
+	{
+		PortalContext = NULL;
+		MemoryContextDelete(portal);
+	}
+	PG_END_TRY();
 }
 
 /*
@@ -93,7 +108,6 @@ queue_vacuum_shared_if_churned(void)
 	{
 		float4		rows = 0;
 		Oid			relid;
-		MemoryContext portal;
 
 		if (shared_churn[t] < QUEUE_VACUUM_MIN_CHURN)
 			continue;
@@ -118,19 +132,7 @@ queue_vacuum_shared_if_churned(void)
 		if (shared_churn[t] < Min(Max(rows, 0), QUEUE_VACUUM_MAX_CHURN))
 			continue;
 		shared_churn[t] = 0;
-		portal = AllocSetContextCreate(TopMemoryContext, "queue vacuum",
-									   ALLOCSET_DEFAULT_SIZES);
-		PortalContext = portal;
-		PG_TRY();
-		{
-			vacuum_table(t == 2 ? 'g' : 'q', 0, true, t == 1);
-		}
-		PG_FINALLY();
-		{
-			PortalContext = NULL;
-			MemoryContextDelete(portal);
-		}
-		PG_END_TRY();
+		vacuum_table(t == 2 ? 'g' : 'q', 0, true, t == 1);
 	}
 }
 
@@ -150,7 +152,6 @@ queue_vacuum_if_churned(int64 queue_id, bool fifo, bool shared, int64 g_blocks,
 	int64		size;
 	bool		vacuum_q;
 	bool		vacuum_g;
-	MemoryContext portal;
 
 	if (!queue_counters_read(queue_id, c))
 		return;					/* no shared memory */
@@ -189,27 +190,14 @@ queue_vacuum_if_churned(int64 queue_id, bool fifo, bool shared, int64 g_blocks,
 	if (!vacuum_q && !vacuum_g)
 		return;
 
-	/* VACUUM keeps its memory under PortalContext, which a worker lacks. */
-	portal = AllocSetContextCreate(TopMemoryContext, "queue vacuum",
-								   ALLOCSET_DEFAULT_SIZES);
-	PortalContext = portal;
-	PG_TRY();
+	if (vacuum_q)
 	{
-		if (vacuum_q)
-		{
-			*last = churn;
-			vacuum_table('q', queue_id, shared, fifo);
-		}
-		if (vacuum_g)
-		{
-			*last_g = churn;
-			vacuum_table('g', queue_id, shared, fifo);
-		}
+		*last = churn;
+		vacuum_table('q', queue_id, false, fifo);
 	}
-	PG_FINALLY();
+	if (vacuum_g)
 	{
-		PortalContext = NULL;
-		MemoryContextDelete(portal);
+		*last_g = churn;
+		vacuum_table('g', queue_id, false, fifo);
 	}
-	PG_END_TRY();
 }
