@@ -72,6 +72,10 @@ typedef enum QueuePlanKind
 	QP_FAILED_LOCK_FIFO,
 	QP_RECEIVE_FIXUP,			/* a receive's leases that met rolled-back ones */
 	QP_FAILED_EXISTING,
+	QP_FAIR_TENANTS,			/* a fair receive's candidate tenants (fair.c) */
+	QP_FAIR_RECEIVE,			/* ... and its lease */
+	QP_GROUP_STATS,				/* per tenant counts (fair.c) */
+	QP_GROUP_STATS_FIFO,
 	QP_NUM_PLANS
 } QueuePlanKind;
 
@@ -111,6 +115,8 @@ typedef struct QueueMeta
 	bool		dlq_shared;		/* the dead-letter queue's layout ... */
 	bool		dlq_fifo;		/* ... and kind, for its table */
 	int64		retry_delay;	/* after a rolled-back receive (failed.c) */
+	int32		max_in_flight;	/* max_in_flight_per_group, 0: none (fair.c) */
+	uint32		tenant_kinds;	/* QUEUE_TENANTS_* this backend saw noted */
 	/* a shared queue's owner and grantees (a dedicated one's are its table's) */
 	Oid			owner;
 	int			ngrantees[3];	/* per QueuePriv */
@@ -341,6 +347,13 @@ extern void queue_failed_forget_queue(int64 queue_id);
 extern void queue_failed_finish_prepared(const char *gid, bool commit);
 extern void queue_failed_init(void);
 
+/* fair.c */
+#define QUEUE_FAIR_ARGS		14	/* QP_FAIR_RECEIVE's parameters */
+extern void queue_note_tenants(QueueMeta *q, int n, const bool *group_nulls);
+extern bool queue_receive_is_fair(QueueMeta *q);
+extern bool queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
+							const int64 *delivered, Datum *args, char *nulls);
+
 /* receive.c: a consumer's FIFO receive takes one group (consumer.c) */
 extern bool queue_receive_one_group;
 
@@ -415,7 +428,12 @@ typedef struct QueueCounterEntry
 	pg_atomic_uint64 c[QC_NUM];
 	pg_atomic_uint64 arrived;	/* messages put in by moves, not sends */
 	pg_atomic_uint32 active;	/* 1: named to its worker since it last looked */
+	pg_atomic_uint32 tenants;	/* QUEUE_TENANTS_*: what its sends carried (fair.c) */
 } QueueCounterEntry;
+
+/* What messages a standard queue's sends carried (fair.c), kept per queue. */
+#define QUEUE_TENANTS_GROUPED	0x1 /* a message_group_id */
+#define QUEUE_TENANTS_UNGROUPED 0x2 /* none */
 
 /*
  * One slot per database that has (or had) a queue worker: what the worker

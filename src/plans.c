@@ -30,7 +30,7 @@ typedef struct PlanSpec
 {
 	const char *sql;			/* placeholders: see plan_text */
 	int			nargs;
-	Oid			argtypes[9];
+	Oid			argtypes[QUEUE_FAIR_ARGS];
 } PlanSpec;
 
 #define MSG_COLUMNS \
@@ -424,6 +424,153 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"SELECT min(g.available_at) FROM {g} g WHERE {S.g}g.available_at > $1",
 		1, {TIMESTAMPTZOID}
 	},
+	/*
+	 * Fair receives (fair.c, DESIGN.md "Fair queues").  The candidate
+	 * tenants: the groups with messages, found by skipping through the
+	 * tenants' index (one descent a group, at most $5 groups), each with
+	 * its head (oldest visible message) and its messages in flight
+	 * (counted up to $4); with $7, messages without a group id too, as
+	 * one tenant, if one is among the first 200 visible (the bound is the
+	 * last of those, for the lease).  A tenant at the cap ($6) is left
+	 * out.  Fewest in flight first, then oldest head; $3 of them.
+	 */
+	[QP_FAIR_TENANTS] = {
+		"WITH RECURSIVE t(g, i) AS ("
+		"  (SELECT m.message_group_id, 1 FROM {q} m"
+		"   WHERE {S.m}m.message_group_id IS NOT NULL ORDER BY m.message_group_id LIMIT 1)"
+		"  UNION ALL"
+		"  SELECT (SELECT m.message_group_id FROM {q} m"
+		"   WHERE {S.m}m.message_group_id > t.g ORDER BY m.message_group_id LIMIT 1), t.i + 1"
+		"  FROM t WHERE t.g IS NOT NULL AND t.i < $5)"
+		" SELECT t.g, f.n, h.visible_at, h.message_id, NULL::timestamptz FROM t"
+		" CROSS JOIN LATERAL (SELECT m.visible_at, m.message_id FROM {q} m"
+		"  WHERE {S.m}m.message_group_id = t.g AND m.visible_at <= $1 AND m.sent_at > $2"
+		"  ORDER BY m.visible_at, m.message_id LIMIT 1) h"
+		" CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT FROM {q} m"
+		"  WHERE {S.m}m.message_group_id = t.g AND m.visible_at > $1 AND m.receive_count > 0"
+		"  LIMIT $4) z) f"
+		" WHERE t.g IS NOT NULL AND ($6 IS NULL OR f.n < $6)"
+		" UNION ALL"
+		" SELECT NULL, f.n, h.visible_at, h.message_id, w.bound"
+		" FROM (SELECT max(x.visible_at) AS bound FROM (SELECT m.visible_at FROM {q} m"
+		"  WHERE {S.m}m.visible_at <= $1 AND m.sent_at > $2"
+		"  ORDER BY m.visible_at, m.message_id LIMIT 200) x) w"
+		" CROSS JOIN LATERAL (SELECT m.visible_at, m.message_id FROM {q} m"
+		"  WHERE {S.m}m.visible_at <= w.bound AND m.sent_at > $2 AND m.message_group_id IS NULL"
+		"  ORDER BY m.visible_at, m.message_id LIMIT 1) h"
+		" CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT FROM {q} m"
+		"  WHERE {S.m}m.visible_at > $1 AND m.message_group_id IS NULL AND m.receive_count > 0"
+		"  LIMIT $4) z) f"
+		" WHERE $7 AND ($6 IS NULL OR f.n < $6)"
+		" ORDER BY 2, 3, 4 LIMIT $3",
+		7, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID, INT4OID, INT4OID, BOOLOID}
+	},
+
+	/*
+	 * The fair lease, over the tenants fair.c chose ($7, with $8 added to
+	 * the load of those another receive holds; $9 and $10: the tenant
+	 * without a group id, within the bound $14).  Each tenant's k-th
+	 * visible message weighs its messages in flight (counted again now:
+	 * fair.c holds the capped tenants' locks, so the count is exact) plus
+	 * k; the batch takes the lightest, oldest first among equals, so it
+	 * goes round the tenants, and never takes a tenant past the cap ($6).
+	 * As QP_RECEIVE_DLQ, candidates received $11 times are not leased but
+	 * returned flagged for the caller to move; $12: already delivered.
+	 */
+	[QP_FAIR_RECEIVE] = {
+		"WITH c AS MATERIALIZED ("
+		"  SELECT y.message_id, y.receive_count, y.message_group_id FROM ("
+		"   SELECT x.message_id, x.receive_count, x.message_group_id, x.visible_at,"
+		"    f.n + t.extra + row_number() OVER (PARTITION BY t.g ORDER BY x.visible_at, x.message_id)"
+		"     AS load"
+		"   FROM unnest($7, $8) AS t(g, extra)"
+		"   CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT FROM {q} m"
+		"    WHERE {S.m}m.message_group_id = t.g AND m.visible_at > $1 AND m.receive_count > 0"
+		"    LIMIT $13) z) f"
+		"   CROSS JOIN LATERAL (SELECT m.message_id, m.receive_count, m.message_group_id, m.visible_at"
+		"    FROM {q} m WHERE {S.m}m.message_group_id = t.g AND m.visible_at <= $1"
+		"     AND m.sent_at > $4 AND m.message_id <> ALL ($12)"
+		"    ORDER BY m.visible_at, m.message_id"
+		"    LIMIT greatest(0, least($5, coalesce($6 - f.n, $5))) FOR UPDATE SKIP LOCKED) x"
+		"   UNION ALL"
+		"   SELECT x.message_id, x.receive_count, NULL, x.visible_at,"
+		"    f.n + $10 + row_number() OVER (ORDER BY x.visible_at, x.message_id)"
+		"   FROM (SELECT count(*) AS n FROM (SELECT FROM {q} m"
+		"    WHERE {S.m}m.visible_at > $1 AND m.message_group_id IS NULL AND m.receive_count > 0"
+		"    LIMIT $13) z) f"
+		"   CROSS JOIN LATERAL (SELECT m.message_id, m.receive_count, m.visible_at FROM {q} m"
+		"    WHERE {S.m}m.visible_at <= least($1, $14) AND m.sent_at > $4"
+		"     AND m.message_group_id IS NULL AND m.message_id <> ALL ($12)"
+		"    ORDER BY m.visible_at, m.message_id"
+		"    LIMIT greatest(0, least($5, coalesce($6 - f.n, $5))) FOR UPDATE SKIP LOCKED) x"
+		"   WHERE $9) y"
+		"  ORDER BY y.load, y.visible_at, y.message_id LIMIT $5),"
+		" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3,"
+		"  receive_count = m.receive_count + 1,"
+		"  first_received_at = coalesce(m.first_received_at, $1)"
+		"  WHERE {S.m}m.message_id = ANY (ARRAY(SELECT message_id FROM c"
+		"   WHERE $11 = 0 OR receive_count < $11))"
+		"  RETURNING " MSG_COLUMNS ")"
+		" SELECT u.*, false FROM u"
+		" UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL,"
+		"  NULL, NULL, NULL, NULL, true FROM c WHERE $11 > 0 AND c.receive_count >= $11",
+		14, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID,
+			TEXTARRAYOID, INT4ARRAYOID, BOOLOID, INT4OID, INT4OID, INT8ARRAYOID, INT4OID,
+		TIMESTAMPTZOID}
+	},
+
+	/*
+	 * queue.group_stats: per tenant (at most $2 examined) its visible and
+	 * not visible messages, each counted up to 10,001 (the index gives
+	 * them in that split), and the oldest sent of those; messages without
+	 * a group id as one more tenant, from the first 10,001 of the queue.
+	 */
+	[QP_GROUP_STATS] = {
+		"WITH RECURSIVE t(g, i) AS ("
+		"  (SELECT m.message_group_id, 1 FROM {q} m"
+		"   WHERE {S.m}m.message_group_id IS NOT NULL ORDER BY m.message_group_id LIMIT 1)"
+		"  UNION ALL"
+		"  SELECT (SELECT m.message_group_id FROM {q} m"
+		"   WHERE {S.m}m.message_group_id > t.g ORDER BY m.message_group_id LIMIT 1), t.i + 1"
+		"  FROM t WHERE t.g IS NOT NULL AND t.i < $2)"
+		" SELECT t.g, v.n, l.in_flight, l.delayed, least(v.oldest, l.oldest) FROM t"
+		" CROSS JOIN LATERAL (SELECT count(*) AS n, min(x.sent_at) AS oldest FROM ("
+		"  SELECT m.sent_at FROM {q} m WHERE {S.m}m.message_group_id = t.g"
+		"   AND m.visible_at <= $1 AND m.sent_at > $3 LIMIT 10001) x) v"
+		" CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE x.receive_count > 0) AS in_flight,"
+		"  count(*) FILTER (WHERE x.receive_count = 0) AS delayed, min(x.sent_at) AS oldest FROM ("
+		"  SELECT m.sent_at, m.receive_count FROM {q} m WHERE {S.m}m.message_group_id = t.g"
+		"   AND m.visible_at > $1 AND m.sent_at > $3 LIMIT 10001) x) l"
+		" WHERE t.g IS NOT NULL AND v.n + l.in_flight + l.delayed > 0"
+		" UNION ALL"
+		" SELECT NULL, count(*) FILTER (WHERE x.visible_at <= $1),"
+		"  count(*) FILTER (WHERE x.visible_at > $1 AND x.receive_count > 0),"
+		"  count(*) FILTER (WHERE x.visible_at > $1 AND x.receive_count = 0), min(x.sent_at)"
+		" FROM (SELECT m.visible_at, m.receive_count, m.sent_at, m.message_group_id FROM {q} m"
+		"  WHERE {S.m}m.sent_at > $3 ORDER BY m.visible_at, m.message_id LIMIT 10001) x"
+		" WHERE x.message_group_id IS NULL HAVING count(*) > 0",
+		3, {TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID}
+	},
+	/* ... of a FIFO queue: a group's first 10,001 in order (those in flight lead) */
+	[QP_GROUP_STATS_FIFO] = {
+		"WITH RECURSIVE t(g, i) AS ("
+		"  (SELECT m.message_group_id, 1 FROM {q} m"
+		"   WHERE {S.m}m.message_group_id IS NOT NULL ORDER BY m.message_group_id LIMIT 1)"
+		"  UNION ALL"
+		"  SELECT (SELECT m.message_group_id FROM {q} m"
+		"   WHERE {S.m}m.message_group_id > t.g ORDER BY m.message_group_id LIMIT 1), t.i + 1"
+		"  FROM t WHERE t.g IS NOT NULL AND t.i < $2)"
+		" SELECT t.g, s.visible, s.in_flight, s.delayed, s.oldest FROM t"
+		" CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE x.visible_at <= $1) AS visible,"
+		"  count(*) FILTER (WHERE x.visible_at > $1 AND x.receive_count > 0) AS in_flight,"
+		"  count(*) FILTER (WHERE x.visible_at > $1 AND x.receive_count = 0) AS delayed,"
+		"  min(x.sent_at) AS oldest FROM ("
+		"  SELECT m.visible_at, m.receive_count, m.sent_at FROM {q} m"
+		"  WHERE {S.m}m.message_group_id = t.g AND m.sent_at > $3"
+		"  ORDER BY m.message_id LIMIT 10001) x) s"
+		" WHERE t.g IS NOT NULL AND s.visible + s.in_flight + s.delayed > 0",
+		3, {TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID}
+	},
 	[QP_PEEK_FIFO] = {
 		"SELECT " MSG_COLUMNS " FROM {q} m WHERE {S.m}m.sent_at > $1"
 		" ORDER BY m.message_id LIMIT $2",
@@ -568,7 +715,7 @@ static SPIPlanPtr
 prepare_plan(QueuePlanKind kind, const QueueMeta *q, bool dlq_shared, bool dlq_fifo)
 {
 	const PlanSpec *spec = &plan_specs[kind];
-	Oid			types[11];
+	Oid			types[QUEUE_FAIR_ARGS + 2];
 	int			nargs = spec->nargs;
 	char	   *sql;
 	SPIPlanPtr	plan;
@@ -647,8 +794,8 @@ int
 queue_exec(QueueMeta *q, QueuePlanKind kind, const Datum *args, const char *nulls,
 		   bool read_only, long count)
 {
-	Datum		all[11];
-	char		allnulls[12];
+	Datum		all[QUEUE_FAIR_ARGS + 2];
+	char		allnulls[QUEUE_FAIR_ARGS + 3];
 	SPIPlanPtr	plan = queue_plan(q, kind);
 
 	if (!q->shared)
@@ -662,8 +809,8 @@ int
 queue_exec_snapshot(QueueMeta *q, QueuePlanKind kind, const Datum *args,
 					const char *nulls, Snapshot snapshot, bool read_only, long count)
 {
-	Datum		all[11];
-	char		allnulls[12];
+	Datum		all[QUEUE_FAIR_ARGS + 2];
+	char		allnulls[QUEUE_FAIR_ARGS + 3];
 	SPIPlanPtr	plan = queue_plan(q, kind);
 
 	if (!q->shared)

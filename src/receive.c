@@ -423,8 +423,8 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 			 TimestampTz now, int64 vt, uint64 nonce, int want,
 			 int group_limit, Received *got, uint64 *moved)
 {
-	Datum		args[9];
-	char		nulls[9] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		args[QUEUE_FAIR_ARGS];
+	char		nulls[QUEUE_FAIR_ARGS];
 	SPITupleTable *tt;
 	uint64		nrows;
 	int			rc;
@@ -438,12 +438,23 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	int32	   *count_of = NULL;
 	bool		isnull;
 
+	memset(nulls, ' ', sizeof(nulls));
 	args[0] = TimestampTzGetDatum(now);
 	args[1] = TimestampTzGetDatum(now + vt);
 	args[2] = Int64GetDatum((int64) nonce);
 	args[3] = TimestampTzGetDatum(now - q->retention);
 	args[4] = Int32GetDatum(want);
-	if (q->fifo)
+	if (kind == QP_FAIR_RECEIVE)
+	{
+		/* the tenants to take from (fair.c); none may have a message */
+		if (!queue_fair_args(q, now, want, got->n, got->ids, args, nulls))
+		{
+			*moved = 0;
+			got->nmoved_groups = 0;
+			return 0;
+		}
+	}
+	else if (q->fifo)
 	{
 		args[5] = Int32GetDatum(group_limit);
 		nulls[5] = group_limit > 0 ? ' ' : 'n';
@@ -649,7 +660,9 @@ queue_receive(PG_FUNCTION_ARGS)
 		return (Datum) 0;
 	}
 
-	if (q->max_receive_count > 0)
+	if (queue_receive_is_fair(q))
+		kind = QP_FAIR_RECEIVE;	/* a fair queue's (fair.c) */
+	else if (q->max_receive_count > 0)
 		kind = q->fifo ? QP_FIFO_RECEIVE_DLQ : QP_RECEIVE_DLQ;
 	else
 		kind = q->fifo ? QP_FIFO_RECEIVE : QP_RECEIVE;

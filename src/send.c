@@ -158,6 +158,8 @@ queue_send_entries(QueueMeta *q, SendBatch *b, int64 delay, bool batch,
 
 	if (q->fifo)
 		check_fifo_entries(q, b, batch);
+	else
+		queue_note_tenants(q, n, b->group_nulls);	/* fair.c */
 
 	if (q->fifo)
 	{

@@ -44,14 +44,18 @@ static void load_counters(void);
 static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 
 #define COUNTERS_FILE	PGSTAT_STAT_PERMANENT_DIRECTORY "/queue_counters.stat"
-#define COUNTERS_MAGIC	0x51554532	/* "QUE2": 8 counters */
+#define COUNTERS_MAGIC	0x51554533	/* "QUE3": 8 counters and the tenant kinds */
+#define COUNTERS_MAGIC_2 0x51554532 /* "QUE2" (1.5): 8 counters */
 
 typedef struct SavedCounter
 {
 	Oid			dbid;
 	int64		queue_id;
 	uint64		c[QC_NUM];
+	uint32		tenants;		/* not in a QUE2 file */
 } SavedCounter;
+
+#define SAVED_COUNTER_2_SIZE	offsetof(SavedCounter, tenants)
 
 /* Write the counters in use to COUNTERS_FILE (at postmaster shutdown). */
 static void
@@ -78,6 +82,7 @@ save_counters(int code, Datum arg)
 		sc.queue_id = e->queue_id;
 		for (int c = 0; c < QC_NUM; c++)
 			sc.c[c] = pg_atomic_read_u64(&e->c[c]);
+		sc.tenants = pg_atomic_read_u32(&e->tenants);
 		if (fwrite(&sc, sizeof(sc), 1, f) != 1)
 			goto error;
 	}
@@ -143,6 +148,7 @@ queue_counter_probe(Oid dbid, int64 queue_id, bool create)
 		pg_atomic_write_u64(&reuse->c[c], 0);
 	pg_atomic_write_u64(&reuse->arrived, 0);
 	pg_atomic_write_u32(&reuse->active, 0);
+	pg_atomic_write_u32(&reuse->tenants, 0);
 	reuse->queue_id = queue_id;
 	reuse->dbid = dbid;
 	return reuse;
@@ -167,8 +173,11 @@ rehome_counters(int n)
 		QueueCounterEntry *e = queue_counter_probe(saved[i].dbid, saved[i].queue_id, true);
 
 		if (e != NULL)
+		{
 			for (int c = 0; c < QC_NUM; c++)
 				pg_atomic_write_u64(&e->c[c], pg_atomic_read_u64(&saved[i].c[c]));
+			pg_atomic_write_u32(&e->tenants, pg_atomic_read_u32(&saved[i].tenants));
+		}
 	}
 	pfree(saved);
 }
@@ -184,9 +193,13 @@ load_counters(void)
 
 	if (f == NULL)
 		return;
-	if (fread(&magic, sizeof(magic), 1, f) == 1 && magic == COUNTERS_MAGIC)
+	if (fread(&magic, sizeof(magic), 1, f) == 1 &&
+		(magic == COUNTERS_MAGIC || magic == COUNTERS_MAGIC_2))
 	{
-		while (n < queue_max_queues && fread(&sc, sizeof(sc), 1, f) == 1)
+		size_t		size = magic == COUNTERS_MAGIC ? sizeof(sc) : SAVED_COUNTER_2_SIZE;
+
+		sc.tenants = 0;
+		while (n < queue_max_queues && fread(&sc, size, 1, f) == 1)
 		{
 			QueueCounterEntry *e = &queue_shared->counters[n++];
 
@@ -195,6 +208,7 @@ load_counters(void)
 			e->queue_id = sc.queue_id;
 			for (int c = 0; c < QC_NUM; c++)
 				pg_atomic_write_u64(&e->c[c], sc.c[c]);
+			pg_atomic_write_u32(&e->tenants, sc.tenants);
 		}
 	}
 	FreeFile(f);
@@ -268,6 +282,7 @@ queue_shmem_startup(void)
 				pg_atomic_init_u64(&queue_shared->counters[i].c[c], 0);
 			pg_atomic_init_u64(&queue_shared->counters[i].arrived, 0);
 			pg_atomic_init_u32(&queue_shared->counters[i].active, 0);
+			pg_atomic_init_u32(&queue_shared->counters[i].tenants, 0);
 		}
 	}
 	LWLockRelease(AddinShmemInitLock);

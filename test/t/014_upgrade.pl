@@ -318,14 +318,45 @@ my ($rc15, $out15, $err15) = $node->psql('old',
 	"SELECT queue.create('up_bad', retention => '30 seconds', dedicated => false)");
 like($err15, qr/argument "retention" must be between 00:01:00 and 14 days/, '1.5: the interval checks\' message');
 
+
+# 1.5 -> 1.6: fair queues (DESIGN.md "Fair queues").  A dedicated standard
+# queue made before gets the tenants' index; messages with group ids sent
+# at 1.5 are served fairly at 1.6, and the cap can be set by alter.
+is(sql(q(
+SELECT queue.create('up_fair', dedicated => true) > 0;
+SELECT count(*) FROM generate_series(1, 5) i, queue.send('up_fair', 'a' || i, message_group_id => 'A');
+SELECT count(*) FROM queue.send('up_fair', 'b1', message_group_id => 'B');
+)), "t\n5\n1", '1.5: a dedicated queue with tenants');
+$before_peek = sql($peek);
+sql("ALTER EXTENSION queue UPDATE TO '1.6'");
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.6', 'updated to 1.6');
+is(sql($peek), $before_peek, '1.6: every message unchanged, in delivery order');
+is(sql(q(
+SELECT count(*) > 1, bool_and(EXISTS (SELECT FROM pg_class c
+	WHERE c.relnamespace = 'queue_data'::regnamespace AND c.relname = 'q' || r.queue_id || '_tenant'))
+FROM queue._queues r WHERE r.dedicated AND NOT r.fifo;
+)), "t|t", '1.6: every dedicated standard queue has the tenants\' index');
+is(sql(q(
+SELECT count(*) FROM queue.send('up_fair', 'a6', message_group_id => 'A');
+SELECT string_agg(body, ' ' ORDER BY body) FROM queue.receive('up_fair', 2);
+SELECT queue.alter('up_fair', max_in_flight_per_group => 2);
+SELECT string_agg(body, ' ' ORDER BY body) FROM queue.receive('up_fair', 10);
+SELECT max_in_flight_per_group FROM queue.queues WHERE queue_name = 'up_fair';
+SELECT groups FROM queue.stats WHERE queue_name = 'up_fair';
+SELECT queue.drop('up_fair');
+)), "1\na1 b1\n\na2\n2\n2\nt", '1.6: tenants sent at 1.5 are served fairly, and capped');
+my ($rc16, $out16, $err16) = $node->psql('old',
+	"SELECT queue.create('up_bad.fifo', fifo => true, max_in_flight_per_group => 2)");
+like($err16, qr/argument "max_in_flight_per_group" is for standard queues/, '1.6: the cap is refused on a FIFO queue');
+
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
 $node->safe_psql('fresh', q(
 CREATE EXTENSION queue;
 GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
 ));
-is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.5',
-	'a fresh install is 1.5');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.6',
+	'a fresh install is 1.6');
 sub schema_dump
 {
 	my ($db) = @_;
@@ -377,7 +408,7 @@ like($err, qr/schema "queue" is owned by role "up_squatter", who is not a superu
 is($node->safe_psql('squatted', "SELECT count(*) FROM pg_extension WHERE extname = 'queue'"), '0',
 	'and installs nothing');
 $node->safe_psql('squatted', 'DROP SCHEMA queue; CREATE SCHEMA queue; CREATE EXTENSION queue');
-is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.5',
+is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.6',
 	'a schema queue that a superuser made is used');
 
 $node->stop;

@@ -1,0 +1,389 @@
+/*-------------------------------------------------------------------------
+ *
+ * fair.c
+ *	  Fair queues: tenants on a standard queue (DESIGN.md "Fair queues").
+ *
+ * On a standard queue message_group_id names a tenant, and a message
+ * without one is a tenant of its own.  A receive of a queue whose messages
+ * carry group ids, or that caps a tenant's messages in flight
+ * (max_in_flight_per_group), takes its messages in two statements
+ * (plans.c): QP_FAIR_TENANTS lists the candidate tenants, fewest in flight
+ * first and oldest head among equals, from the index of the messages that
+ * have a group id; QP_FAIR_RECEIVE leases from those, each tenant's k-th
+ * message weighing its messages in flight plus k, lightest first: a batch
+ * goes round the tenants.  A queue whose sends never carried a group id
+ * receives as before (receive.c's QP_RECEIVE), at the cost of reading one
+ * flag in shared memory.
+ *
+ * Between the two statements the receive takes a lock per tenant (an
+ * advisory lock with field4 8, keyed by queue and a hash of the group id,
+ * not waited for, held to the end of the transaction).  With a cap, a
+ * tenant whose lock another receive holds is left out, and the lease
+ * counts the tenant's messages in flight again under the lock with a new
+ * snapshot: two receives never both take a tenant's last free place, so
+ * the cap is exact.  Without one, such a tenant comes after every other
+ * (its load is raised by TENANT_HELD), so concurrent receivers spread over
+ * the tenants rather than all taking the same oldest one.
+ *
+ * Which kinds of message a queue's sends carried (a group id, none) is
+ * kept in its counter slot (shmem.c): set by the first send of each kind,
+ * saved with the counters at shutdown, cleared when the queue's slot is.
+ * After a crash, or the update to 1.6, a queue is fair again from its next
+ * send with a group id; a cap makes every receive fair regardless.
+ *
+ * Also here: queue.group_stats, and the groups and noisy_groups of
+ * queue.stats.
+ *
+ * Calls: plans.c (statements), catalog.c and acl.c (the queue and the
+ * caller's privileges), shmem.c (the counter slot).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/htup_details.h"
+#include "catalog/pg_type.h"
+#include "common/hashfn.h"
+#include "executor/spi.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/lmgr.h"
+#include "storage/lock.h"
+#include "storage/lwlock.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/datum.h"
+#include "utils/timestamp.h"
+
+#include "internal.h"
+
+PG_FUNCTION_INFO_V1(queue_group_stats);
+PG_FUNCTION_INFO_V1(queue_group_counts_sql);
+
+/* pg_locks shows a tenant's receive lock as an advisory lock with objsubid 8 */
+#define QUEUE_TENANT_LOCKTAG	8
+
+/* A tenant another receive holds comes after all others (no cap). */
+#define TENANT_HELD				1000000
+
+/* Tenants a receive examines, and group_stats lists, at most. */
+#define MAX_TENANTS_EXAMINED	10000
+
+/* Messages in flight counted per tenant when no cap bounds the count. */
+#define IN_FLIGHT_COUNTED		1000
+
+/* The kinds of message (QUEUE_TENANTS_*) q's sends carried; -1: no slot. */
+static int
+tenant_kinds(QueueMeta *q)
+{
+	QueueCounterEntry *e;
+	int			kinds;
+
+	LWLockAcquire(queue_shared->lock, LW_SHARED);
+	e = queue_counter_probe(MyDatabaseId, q->id, false);
+	kinds = e ? (int) pg_atomic_read_u32(&e->tenants) : -1;
+	LWLockRelease(queue_shared->lock);
+	return kinds;
+}
+
+/*
+ * A send of n messages to q, group_nulls[i] telling which carry no group
+ * id: note the kinds the queue had not carried yet.  Each backend notes a
+ * kind once per queue (QueueMeta.tenant_kinds).
+ */
+void
+queue_note_tenants(QueueMeta *q, int n, const bool *group_nulls)
+{
+	uint32		kinds = 0;
+	QueueCounterEntry *e;
+
+	if (q->fifo)
+		return;
+	for (int i = 0; i < n && kinds != (QUEUE_TENANTS_GROUPED | QUEUE_TENANTS_UNGROUPED); i++)
+		kinds |= group_nulls[i] ? QUEUE_TENANTS_UNGROUPED : QUEUE_TENANTS_GROUPED;
+	if ((q->tenant_kinds & kinds) == kinds)
+		return;
+	LWLockAcquire(queue_shared->lock, LW_SHARED);
+	e = queue_counter_probe(MyDatabaseId, q->id, false);
+	if (e != NULL)
+		q->tenant_kinds |= pg_atomic_fetch_or_u32(&e->tenants, kinds) | kinds;
+	LWLockRelease(queue_shared->lock);
+}
+
+/*
+ * Whether a receive of q is fair: a standard queue with a cap, or whose
+ * sends carried group ids (or that has no counter slot to tell).
+ */
+bool
+queue_receive_is_fair(QueueMeta *q)
+{
+	int			kinds;
+
+	if (q->fifo)
+		return false;
+	if (q->max_in_flight > 0 || (q->tenant_kinds & QUEUE_TENANTS_GROUPED))
+		return true;
+	kinds = tenant_kinds(q);
+	if (kinds < 0)
+		return true;
+	q->tenant_kinds |= (uint32) kinds;
+	return (kinds & QUEUE_TENANTS_GROUPED) != 0;
+}
+
+static bool
+lock_tenant(QueueMeta *q, Datum group, bool isnull)
+{
+	LOCKTAG		tag;
+	uint32		hash = 0;
+
+	if (!isnull)
+	{
+		text	   *t = DatumGetTextPP(group);
+
+		hash = DatumGetUInt32(hash_any((unsigned char *) VARDATA_ANY(t),
+									   VARSIZE_ANY_EXHDR(t)));
+	}
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) q->id, hash, QUEUE_TENANT_LOCKTAG);
+	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
+}
+
+/*
+ * The parameters of QP_FAIR_RECEIVE after its first five: the tenants to
+ * lease from (QP_FAIR_TENANTS's candidates, locked as the file header
+ * says) for a batch of want, not taking the ndelivered messages this call
+ * delivered already.  False when no tenant has a message to give.
+ */
+bool
+queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
+				const int64 *delivered, Datum *args, char *nulls)
+{
+	Datum		a[7];
+	char		n[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	int			kinds = (int) q->tenant_kinds;
+	int			count_bound = q->max_in_flight > 0 ? q->max_in_flight : IN_FLIGHT_COUNTED;
+	int			rc;
+	uint64		nrows;
+	Datum	   *groups;
+	int32	   *extra;
+	int			ngroups = 0;
+	int			nlocked = 0;
+	bool		with_null = false;
+	int32		null_extra = 0;
+	TimestampTz null_bound = 0;
+
+	if (!(kinds & QUEUE_TENANTS_UNGROUPED))
+		kinds = tenant_kinds(q);
+	a[0] = TimestampTzGetDatum(now);
+	a[1] = TimestampTzGetDatum(now - q->retention);
+	a[2] = Int32GetDatum(want + 8);
+	a[3] = Int32GetDatum(count_bound);
+	a[4] = Int32GetDatum(MAX_TENANTS_EXAMINED);
+	a[5] = Int32GetDatum(q->max_in_flight);
+	n[5] = q->max_in_flight > 0 ? ' ' : 'n';
+	/* the tenant without a group id, when one may be there */
+	a[6] = BoolGetDatum(kinds < 0 || (kinds & QUEUE_TENANTS_UNGROUPED) ||
+						!(kinds & QUEUE_TENANTS_GROUPED));
+	rc = queue_exec(q, QP_FAIR_TENANTS, a, n, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "queue fair receive failed: %s", SPI_result_code_string(rc));
+	nrows = SPI_processed;
+	if (nrows == 0)
+		return false;
+
+	groups = palloc(nrows * sizeof(Datum));
+	extra = palloc(nrows * sizeof(int32));
+	for (uint64 r = 0; r < nrows; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		g = SPI_getbinval(tup, desc, 1, &isnull);
+		int32		x = 0;
+
+		CHECK_FOR_INTERRUPTS();
+		if (q->max_in_flight > 0 || nlocked < want)
+		{
+			if (lock_tenant(q, g, isnull))
+				nlocked++;
+			else if (q->max_in_flight > 0)
+				continue;		/* another receive is taking its places */
+			else
+				x = TENANT_HELD;
+		}
+		if (isnull)
+		{
+			with_null = true;
+			null_extra = x;
+			null_bound = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
+			continue;
+		}
+		groups[ngroups] = datumCopy(g, false, -1);
+		extra[ngroups] = x;
+		ngroups++;
+	}
+	if (ngroups == 0 && !with_null)
+		return false;
+
+	args[5] = a[5];
+	nulls[5] = n[5];
+	args[6] = queue_text_array(ngroups, groups, NULL);
+	{
+		Datum	   *xs = palloc(Max(ngroups, 1) * sizeof(Datum));
+
+		for (int i = 0; i < ngroups; i++)
+			xs[i] = Int32GetDatum(extra[i]);
+		args[7] = PointerGetDatum(construct_array(xs, ngroups, INT4OID, 4, true,
+												  TYPALIGN_INT));
+	}
+	args[8] = BoolGetDatum(with_null);
+	args[9] = Int32GetDatum(null_extra);
+	args[10] = Int32GetDatum(q->max_receive_count);
+	args[11] = queue_int8_array(ndelivered, (int64 *) delivered);
+	args[12] = Int32GetDatum(count_bound);
+	args[13] = TimestampTzGetDatum(with_null ? null_bound : now);
+	for (int i = 6; i < QUEUE_FAIR_ARGS; i++)
+		nulls[i] = ' ';
+	return true;
+}
+
+/* One tenant of group_stats. */
+typedef struct TenantRow
+{
+	Datum		group;			/* text, or 0 for the messages without one */
+	bool		isnull;
+	int64		visible;
+	int64		in_flight;
+	int64		delayed;
+	TimestampTz oldest;
+	bool		oldest_null;
+} TenantRow;
+
+/* Busiest first: most in flight, then most visible, then by group id. */
+static int
+tenant_busier(const void *a, const void *b)
+{
+	const TenantRow *x = a;
+	const TenantRow *y = b;
+
+	if (x->in_flight != y->in_flight)
+		return x->in_flight > y->in_flight ? -1 : 1;
+	if (x->visible != y->visible)
+		return x->visible > y->visible ? -1 : 1;
+	if (x->isnull != y->isnull)
+		return x->isnull ? 1 : -1;
+	return x->isnull ? 0 : queue_text_cmp(&x->group, &y->group);
+}
+
+/*
+ * The tenants of a queue the caller may see (any privilege: 42501
+ * otherwise), busiest first; *n of them.  Runs as the tables' owner.
+ */
+static TenantRow *
+read_tenants(text *name, int *n, MemoryContext outcxt)
+{
+	QueueCall	call;
+	QueueMeta  *q;
+	Datum		args[3];
+	int			rc;
+	bool		may = false;
+	TimestampTz now = GetCurrentTimestamp();
+	TenantRow  *rows;
+
+	queue_enter(&call);
+	SPI_connect();
+	q = queue_lookup(name);
+	for (int p = 0; p < QPRIV_NUM && !may; p++)
+		may = queue_meta_role_holds(q, call.caller, (QueuePriv) p);
+	if (!may)
+		ereport(ERROR,
+				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
+				 errmsg("permission denied for queue \"%s\"", q->name),
+				 errdetail("This needs a privilege on the queue.")));
+	args[0] = TimestampTzGetDatum(now);
+	args[1] = Int32GetDatum(MAX_TENANTS_EXAMINED);
+	args[2] = TimestampTzGetDatum(now - q->retention);
+	rc = queue_exec(q, q->fifo ? QP_GROUP_STATS_FIFO : QP_GROUP_STATS, args, NULL, true, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "queue group stats failed: %s", SPI_result_code_string(rc));
+	*n = (int) SPI_processed;
+	rows = MemoryContextAlloc(outcxt, Max(*n, 1) * sizeof(TenantRow));
+	for (int r = 0; r < *n; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		g = SPI_getbinval(tup, desc, 1, &rows[r].isnull);
+
+		rows[r].group = rows[r].isnull ? (Datum) 0 :
+			PointerGetDatum(MemoryContextAlloc(outcxt, VARSIZE_ANY(DatumGetPointer(g))));
+		if (!rows[r].isnull)
+			memcpy(DatumGetPointer(rows[r].group), DatumGetPointer(g),
+				   VARSIZE_ANY(DatumGetPointer(g)));
+		rows[r].visible = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+		rows[r].in_flight = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		rows[r].delayed = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+		rows[r].oldest = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &rows[r].oldest_null));
+	}
+	SPI_finish();
+	queue_leave(&call);
+	qsort(rows, *n, sizeof(TenantRow), tenant_busier);
+	return rows;
+}
+
+/* queue.group_stats(queue_name, max_groups) */
+Datum
+queue_group_stats(PG_FUNCTION_ARGS)
+{
+	ReturnSetInfo *rsinfo = (ReturnSetInfo *) fcinfo->resultinfo;
+	int32		max_groups;
+	TenantRow  *rows;
+	int			n;
+
+	queue_arg_notnull(fcinfo, 0, "queue_name");
+	max_groups = queue_arg_int(fcinfo, 1, "max_groups", 1, MAX_TENANTS_EXAMINED, -1);
+	InitMaterializedSRF(fcinfo, MAT_SRF_USE_EXPECTED_DESC);
+	rows = read_tenants(PG_GETARG_TEXT_PP(0), &n, CurrentMemoryContext);
+	for (int r = 0; r < n && r < max_groups; r++)
+	{
+		Datum		values[5];
+		bool		nulls[5] = {rows[r].isnull, false, false, false, rows[r].oldest_null};
+
+		values[0] = rows[r].group;
+		values[1] = Int64GetDatum(rows[r].visible);
+		values[2] = Int64GetDatum(rows[r].in_flight);
+		values[3] = Int64GetDatum(rows[r].delayed);
+		values[4] = TimestampTzGetDatum(rows[r].oldest);
+		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
+	}
+	return (Datum) 0;
+}
+
+/*
+ * queue._group_counts(queue_name): queue.stats's groups (tenants with
+ * messages) and noisy_groups (SQS's: holding more than 10% of the queue's
+ * messages in flight, and at least 30).
+ */
+Datum
+queue_group_counts_sql(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	TenantRow  *rows;
+	int			n;
+	int64		in_flight = 0;
+	int64		noisy = 0;
+	Datum		values[2];
+	bool		nulls[2] = {false, false};
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	queue_arg_notnull(fcinfo, 0, "queue_name");
+	rows = read_tenants(PG_GETARG_TEXT_PP(0), &n, CurrentMemoryContext);
+	for (int r = 0; r < n; r++)
+		in_flight += rows[r].in_flight;
+	for (int r = 0; r < n; r++)
+		if (rows[r].in_flight >= 30 && rows[r].in_flight * 10 > in_flight)
+			noisy++;
+	values[0] = Int64GetDatum(n);
+	values[1] = Int64GetDatum(noisy);
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}
