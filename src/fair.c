@@ -79,6 +79,8 @@ tenant_kinds(QueueMeta *q)
 	QueueCounterEntry *e;
 	int			kinds;
 
+	if (queue_shared == NULL)
+		return -1;				/* not preloaded: no slots */
 	LWLockAcquire(queue_shared->lock, LW_SHARED);
 	e = queue_counter_probe(MyDatabaseId, q->id, false);
 	kinds = e ? (int) pg_atomic_read_u32(&e->tenants) : -1;
@@ -101,13 +103,16 @@ queue_note_tenants(QueueMeta *q, int n, const bool *group_nulls)
 		return;
 	for (int i = 0; i < n && kinds != (QUEUE_TENANTS_GROUPED | QUEUE_TENANTS_UNGROUPED); i++)
 		kinds |= group_nulls[i] ? QUEUE_TENANTS_UNGROUPED : QUEUE_TENANTS_GROUPED;
-	if ((q->tenant_kinds & kinds) == kinds)
+	if ((q->tenant_kinds & kinds) == kinds || queue_shared == NULL)
 		return;
 	LWLockAcquire(queue_shared->lock, LW_SHARED);
 	e = queue_counter_probe(MyDatabaseId, q->id, false);
 	if (e != NULL)
 		q->tenant_kinds |= pg_atomic_fetch_or_u32(&e->tenants, kinds) | kinds;
 	LWLockRelease(queue_shared->lock);
+	/* a queue created in this transaction gets its slot when it commits */
+	if (e == NULL)
+		queue_note_tenants_at_commit(q->id, kinds);
 }
 
 /*
@@ -147,11 +152,60 @@ lock_tenant(QueueMeta *q, Datum group, bool isnull)
 	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
 }
 
+/* A candidate tenant of a fair receive (QP_FAIR_TENANTS's row). */
+typedef struct Candidate
+{
+	Datum		group;			/* text; 0 for the messages without one */
+	bool		isnull;
+	int64		in_flight;		/* as the candidates' statement saw */
+	int64		base;			/* in_flight, plus TENANT_HELD if held */
+	TimestampTz head;			/* its oldest visible message */
+	int64		head_id;
+	TimestampTz bound;			/* the tenant without a group id: see plans.c */
+	int			quota;			/* messages this receive takes from it */
+	int			tried;			/* its lock: 0 not tried, 1 held here, -1 not */
+	bool		out;			/* not to lease from */
+} Candidate;
+
+/*
+ * Share want among the candidates as the batch would: each next message
+ * to the tenant whose next one weighs least (its base plus what it has
+ * had), oldest head among equals, never past a cap.  The candidates come
+ * ordered by (in_flight, head); their later messages are taken to be
+ * younger than every head, which the lease's own order makes good enough.
+ */
+static void
+share_batch(Candidate *c, int n, int want, int32 cap)
+{
+	for (int i = 0; i < n; i++)
+		c[i].quota = 0;
+	for (int k = 0; k < want; k++)
+	{
+		int			best = -1;
+
+		for (int i = 0; i < n; i++)
+		{
+			if (c[i].out || (cap > 0 && c[i].in_flight + c[i].quota >= cap))
+				continue;
+			if (best < 0 ||
+				c[i].base + c[i].quota < c[best].base + c[best].quota ||
+				(c[i].base + c[i].quota == c[best].base + c[best].quota &&
+				 (c[i].head < c[best].head ||
+				  (c[i].head == c[best].head && c[i].head_id < c[best].head_id))))
+				best = i;
+		}
+		if (best < 0)
+			break;
+		c[best].quota++;
+	}
+}
+
 /*
  * The parameters of QP_FAIR_RECEIVE after its first five: the tenants to
  * lease from (QP_FAIR_TENANTS's candidates, locked as the file header
- * says) for a batch of want, not taking the ndelivered messages this call
- * delivered already.  False when no tenant has a message to give.
+ * says) and how many of each, for a batch of want, not taking the
+ * ndelivered messages this call delivered already.  False when no tenant
+ * has a message to give.
  */
 bool
 queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
@@ -160,16 +214,18 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	Datum		a[7];
 	char		n[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int			kinds = (int) q->tenant_kinds;
-	int			count_bound = q->max_in_flight > 0 ? q->max_in_flight : IN_FLIGHT_COUNTED;
+	int32		cap = q->max_in_flight;
+	int			count_bound = cap > 0 ? cap : IN_FLIGHT_COUNTED;
 	int			rc;
-	uint64		nrows;
+	int			ncand;
+	Candidate  *c;
+	bool		settled = false;
 	Datum	   *groups;
-	int32	   *extra;
+	Datum	   *quotas;
 	int			ngroups = 0;
-	int			nlocked = 0;
 	bool		with_null = false;
-	int32		null_extra = 0;
-	TimestampTz null_bound = 0;
+	int32		null_quota = 0;
+	TimestampTz null_bound = now;
 
 	if (!(kinds & QUEUE_TENANTS_UNGROUPED))
 		kinds = tenant_kinds(q);
@@ -178,47 +234,77 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	a[2] = Int32GetDatum(want + 8);
 	a[3] = Int32GetDatum(count_bound);
 	a[4] = Int32GetDatum(MAX_TENANTS_EXAMINED);
-	a[5] = Int32GetDatum(q->max_in_flight);
-	n[5] = q->max_in_flight > 0 ? ' ' : 'n';
+	a[5] = Int32GetDatum(cap);
+	n[5] = cap > 0 ? ' ' : 'n';
 	/* the tenant without a group id, when one may be there */
 	a[6] = BoolGetDatum(kinds < 0 || (kinds & QUEUE_TENANTS_UNGROUPED) ||
 						!(kinds & QUEUE_TENANTS_GROUPED));
 	rc = queue_exec(q, QP_FAIR_TENANTS, a, n, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "queue fair receive failed: %s", SPI_result_code_string(rc));
-	nrows = SPI_processed;
-	if (nrows == 0)
+	ncand = (int) SPI_processed;
+	if (ncand == 0)
 		return false;
 
-	groups = palloc(nrows * sizeof(Datum));
-	extra = palloc(nrows * sizeof(int32));
-	for (uint64 r = 0; r < nrows; r++)
+	c = palloc0(ncand * sizeof(Candidate));
+	for (int i = 0; i < ncand; i++)
 	{
-		HeapTuple	tup = SPI_tuptable->vals[r];
+		HeapTuple	tup = SPI_tuptable->vals[i];
 		TupleDesc	desc = SPI_tuptable->tupdesc;
 		bool		isnull;
-		Datum		g = SPI_getbinval(tup, desc, 1, &isnull);
-		int32		x = 0;
+		Datum		g = SPI_getbinval(tup, desc, 1, &c[i].isnull);
 
+		c[i].group = c[i].isnull ? (Datum) 0 : datumCopy(g, false, -1);
+		c[i].in_flight = DatumGetInt64(SPI_getbinval(tup, desc, 2, &isnull));
+		c[i].base = c[i].in_flight;
+		c[i].head = DatumGetTimestampTz(SPI_getbinval(tup, desc, 3, &isnull));
+		c[i].head_id = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
+		if (c[i].isnull)
+			c[i].bound = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
+	}
+
+	/*
+	 * Lock the tenants the batch would take from; one held by another
+	 * receive is left out (with a cap) or weighs TENANT_HELD more (without),
+	 * and the batch is shared again, until every tenant it takes from was
+	 * tried.  Each tenant is tried once, so this ends.
+	 */
+	while (!settled)
+	{
 		CHECK_FOR_INTERRUPTS();
-		if (q->max_in_flight > 0 || nlocked < want)
+		share_batch(c, ncand, want, cap);
+		settled = true;
+		for (int i = 0; i < ncand; i++)
 		{
-			if (lock_tenant(q, g, isnull))
-				nlocked++;
-			else if (q->max_in_flight > 0)
-				continue;		/* another receive is taking its places */
-			else
-				x = TENANT_HELD;
+			if (c[i].quota == 0 || c[i].tried != 0)
+				continue;
+			c[i].tried = lock_tenant(q, c[i].group, c[i].isnull) ? 1 : -1;
+			if (c[i].tried < 0)
+			{
+				if (cap > 0)
+					c[i].out = true;	/* another receive is taking its places */
+				else
+					c[i].base += TENANT_HELD;
+				settled = false;
+			}
 		}
-		if (isnull)
+	}
+
+	groups = palloc(ncand * sizeof(Datum));
+	quotas = palloc(ncand * sizeof(Datum));
+	for (int i = 0; i < ncand; i++)
+	{
+		if (c[i].quota == 0)
+			continue;
+		if (c[i].isnull)
 		{
 			with_null = true;
-			null_extra = x;
-			null_bound = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
+			null_quota = c[i].quota;
+			null_bound = c[i].bound;
 			continue;
 		}
-		groups[ngroups] = datumCopy(g, false, -1);
-		extra[ngroups] = x;
+		groups[ngroups] = c[i].group;
+		quotas[ngroups] = Int32GetDatum(c[i].quota);
 		ngroups++;
 	}
 	if (ngroups == 0 && !with_null)
@@ -227,20 +313,13 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	args[5] = a[5];
 	nulls[5] = n[5];
 	args[6] = queue_text_array(ngroups, groups, NULL);
-	{
-		Datum	   *xs = palloc(Max(ngroups, 1) * sizeof(Datum));
-
-		for (int i = 0; i < ngroups; i++)
-			xs[i] = Int32GetDatum(extra[i]);
-		args[7] = PointerGetDatum(construct_array(xs, ngroups, INT4OID, 4, true,
-												  TYPALIGN_INT));
-	}
+	args[7] = PointerGetDatum(construct_array(quotas, ngroups, INT4OID, 4, true, TYPALIGN_INT));
 	args[8] = BoolGetDatum(with_null);
-	args[9] = Int32GetDatum(null_extra);
+	args[9] = Int32GetDatum(null_quota);
 	args[10] = Int32GetDatum(q->max_receive_count);
 	args[11] = queue_int8_array(ndelivered, (int64 *) delivered);
 	args[12] = Int32GetDatum(count_bound);
-	args[13] = TimestampTzGetDatum(with_null ? null_bound : now);
+	args[13] = TimestampTzGetDatum(null_bound);
 	for (int i = 6; i < QUEUE_FAIR_ARGS; i++)
 		nulls[i] = ' ';
 	return true;

@@ -394,6 +394,7 @@ extern void queue_note_wakeup(int64 queue_id);
 extern void queue_reset_counters(int64 queue_id);
 extern void queue_forget_counters(int64 queue_id);
 extern void queue_forget_counters_at_commit(int64 queue_id);
+extern void queue_note_tenants_at_commit(int64 queue_id, uint32 kinds);
 extern bool queue_counters_read(int64 queue_id, int64 *counts);
 extern void queue_note_arrival(int64 queue_id, int64 n);
 extern int64 queue_arrival_count(int64 queue_id);

@@ -448,7 +448,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"  ORDER BY m.visible_at, m.message_id LIMIT 1) h"
 		" CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT FROM {q} m"
 		"  WHERE {S.m}m.message_group_id = t.g AND m.visible_at > $1 AND m.receive_count > 0"
-		"  LIMIT $4) z) f"
+		"  ORDER BY m.visible_at LIMIT $4) z) f"
 		" WHERE t.g IS NOT NULL AND ($6 IS NULL OR f.n < $6)"
 		" UNION ALL"
 		" SELECT NULL, f.n, h.visible_at, h.message_id, w.bound"
@@ -460,51 +460,50 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"  ORDER BY m.visible_at, m.message_id LIMIT 1) h"
 		" CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT FROM {q} m"
 		"  WHERE {S.m}m.visible_at > $1 AND m.message_group_id IS NULL AND m.receive_count > 0"
-		"  LIMIT $4) z) f"
+		"  ORDER BY m.visible_at LIMIT $4) z) f"
 		" WHERE $7 AND ($6 IS NULL OR f.n < $6)"
 		" ORDER BY 2, 3, 4 LIMIT $3",
 		7, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID, INT4OID, INT4OID, BOOLOID}
 	},
 
 	/*
-	 * The fair lease, over the tenants fair.c chose ($7, with $8 added to
-	 * the load of those another receive holds; $9 and $10: the tenant
-	 * without a group id, within the bound $14).  Each tenant's k-th
-	 * visible message weighs its messages in flight (counted again now:
-	 * fair.c holds the capped tenants' locks, so the count is exact) plus
-	 * k; the batch takes the lightest, oldest first among equals, so it
-	 * goes round the tenants, and never takes a tenant past the cap ($6).
-	 * As QP_RECEIVE_DLQ, candidates received $11 times are not leased but
-	 * returned flagged for the caller to move; $12: already delivered.
+	 * The fair lease: from each tenant fair.c chose ($7), as many of its
+	 * oldest visible messages as its quota ($8), which fair.c worked out
+	 * so that the batch goes to the tenants with the fewest in flight,
+	 * round and round; $9 and $10: the tenant without a group id, within
+	 * the bound $14.  With a cap ($6) a tenant's messages in flight are
+	 * counted again here (fair.c holds the capped tenants' locks, and this
+	 * statement's snapshot is newer than the leases of their last holder),
+	 * and it never gets more than its free places.  As QP_RECEIVE_DLQ,
+	 * candidates received $11 times are not leased but returned flagged
+	 * for the caller to move; $12: what this call already delivered.
 	 */
 	[QP_FAIR_RECEIVE] = {
 		"WITH c AS MATERIALIZED ("
-		"  SELECT y.message_id, y.receive_count, y.message_group_id FROM ("
-		"   SELECT x.message_id, x.receive_count, x.message_group_id, x.visible_at,"
-		"    f.n + t.extra + row_number() OVER (PARTITION BY t.g ORDER BY x.visible_at, x.message_id)"
-		"     AS load"
-		"   FROM unnest($7, $8) AS t(g, extra)"
-		"   CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT FROM {q} m"
-		"    WHERE {S.m}m.message_group_id = t.g AND m.visible_at > $1 AND m.receive_count > 0"
-		"    LIMIT $13) z) f"
-		"   CROSS JOIN LATERAL (SELECT m.message_id, m.receive_count, m.message_group_id, m.visible_at"
-		"    FROM {q} m WHERE {S.m}m.message_group_id = t.g AND m.visible_at <= $1"
-		"     AND m.sent_at > $4 AND m.message_id <> ALL ($12)"
-		"    ORDER BY m.visible_at, m.message_id"
-		"    LIMIT greatest(0, least($5, coalesce($6 - f.n, $5))) FOR UPDATE SKIP LOCKED) x"
-		"   UNION ALL"
-		"   SELECT x.message_id, x.receive_count, NULL, x.visible_at,"
-		"    f.n + $10 + row_number() OVER (ORDER BY x.visible_at, x.message_id)"
-		"   FROM (SELECT count(*) AS n FROM (SELECT FROM {q} m"
-		"    WHERE {S.m}m.visible_at > $1 AND m.message_group_id IS NULL AND m.receive_count > 0"
-		"    LIMIT $13) z) f"
-		"   CROSS JOIN LATERAL (SELECT m.message_id, m.receive_count, m.visible_at FROM {q} m"
-		"    WHERE {S.m}m.visible_at <= least($1, $14) AND m.sent_at > $4"
-		"     AND m.message_group_id IS NULL AND m.message_id <> ALL ($12)"
-		"    ORDER BY m.visible_at, m.message_id"
-		"    LIMIT greatest(0, least($5, coalesce($6 - f.n, $5))) FOR UPDATE SKIP LOCKED) x"
-		"   WHERE $9) y"
-		"  ORDER BY y.load, y.visible_at, y.message_id LIMIT $5),"
+		"  SELECT x.message_id, x.receive_count, x.message_group_id"
+		"  FROM unnest($7, $8) AS t(g, quota)"
+		"  CROSS JOIN LATERAL (SELECT CASE WHEN $6 IS NULL THEN 0 ELSE ("
+		"   SELECT count(*) FROM (SELECT FROM {q} m WHERE {S.m}m.message_group_id = t.g"
+		"    AND m.visible_at > $1 AND m.receive_count > 0 ORDER BY m.visible_at LIMIT $13) z)"
+		"   END AS n) f"
+		"  CROSS JOIN LATERAL (SELECT m.message_id, m.receive_count, m.message_group_id"
+		"   FROM {q} m WHERE {S.m}m.message_group_id = t.g AND m.visible_at <= $1"
+		"    AND m.sent_at > $4 AND m.message_id <> ALL ($12)"
+		"   ORDER BY m.visible_at, m.message_id"
+		"   LIMIT greatest(0, least(t.quota, coalesce($6 - f.n, t.quota))) FOR UPDATE SKIP LOCKED) x"
+		"  UNION ALL"
+		"  SELECT x.message_id, x.receive_count, NULL"
+		"  FROM (SELECT CASE WHEN $6 IS NULL THEN 0 ELSE ("
+		"   SELECT count(*) FROM (SELECT FROM {q} m WHERE {S.m}m.visible_at > $1"
+		"    AND m.message_group_id IS NULL AND m.receive_count > 0"
+		"    ORDER BY m.visible_at LIMIT $13) z) END AS n) f"
+		"  CROSS JOIN LATERAL (SELECT m.message_id, m.receive_count FROM {q} m"
+		"   WHERE {S.m}m.visible_at <= least($1, $14) AND m.sent_at > $4"
+		"    AND m.message_group_id IS NULL AND m.message_id <> ALL ($12)"
+		"   ORDER BY m.visible_at, m.message_id"
+		"   LIMIT greatest(0, least($10, coalesce($6 - f.n, $10))) FOR UPDATE SKIP LOCKED) x"
+		"  WHERE $9"
+		"  LIMIT $5),"
 		" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3,"
 		"  receive_count = m.receive_count + 1,"
 		"  first_received_at = coalesce(m.first_received_at, $1)"
@@ -536,11 +535,11 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" SELECT t.g, v.n, l.in_flight, l.delayed, least(v.oldest, l.oldest) FROM t"
 		" CROSS JOIN LATERAL (SELECT count(*) AS n, min(x.sent_at) AS oldest FROM ("
 		"  SELECT m.sent_at FROM {q} m WHERE {S.m}m.message_group_id = t.g"
-		"   AND m.visible_at <= $1 AND m.sent_at > $3 LIMIT 10001) x) v"
+		"   AND m.visible_at <= $1 AND m.sent_at > $3 ORDER BY m.visible_at LIMIT 10001) x) v"
 		" CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE x.receive_count > 0) AS in_flight,"
 		"  count(*) FILTER (WHERE x.receive_count = 0) AS delayed, min(x.sent_at) AS oldest FROM ("
 		"  SELECT m.sent_at, m.receive_count FROM {q} m WHERE {S.m}m.message_group_id = t.g"
-		"   AND m.visible_at > $1 AND m.sent_at > $3 LIMIT 10001) x) l"
+		"   AND m.visible_at > $1 AND m.sent_at > $3 ORDER BY m.visible_at LIMIT 10001) x) l"
 		" WHERE t.g IS NOT NULL AND v.n + l.in_flight + l.delayed > 0"
 		" UNION ALL"
 		" SELECT NULL, count(*) FILTER (WHERE x.visible_at <= $1),"

@@ -597,7 +597,12 @@ receive_try(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 			break;
 		if (queue_receive_one_group && got->n > 0)
 			break;
-		if (!group_by_group && moved == 0)
+		/*
+		 * A fair receive shares the batch among tenants before it knows
+		 * how many messages each has: one that had fewer leaves room, so
+		 * it goes on while a statement delivers (at most max_messages).
+		 */
+		if (!group_by_group && moved == 0 && kind != QP_FAIR_RECEIVE)
 			break;
 		CHECK_FOR_INTERRUPTS();
 	}

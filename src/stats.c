@@ -50,6 +50,7 @@ typedef struct PendingQueue
 	bool		wake_on_abort;
 	int64		c[QC_NUM];
 	int64		arrived;		/* messages moved in (queue_note_arrival) */
+	uint32		tenants;		/* QUEUE_TENANTS_* of sends to a queue with no slot yet */
 } PendingQueue;
 
 static PendingQueue *pending = NULL;
@@ -224,6 +225,7 @@ queue_reset_counters(int64 queue_id)
 		for (int c = 0; c < QC_NUM; c++)
 			pg_atomic_write_u64(&e->c[c], 0);
 		pg_atomic_write_u64(&e->arrived, 0);
+		pg_atomic_write_u32(&e->tenants, 0);
 	}
 	(void) pending_entry(queue_id);
 }
@@ -234,8 +236,8 @@ queue_reset_counters(int64 queue_id)
  * wakes are woken; at abort only those a receive wakes.
  */
 static void
-apply_counts(int64 queue_id, const int64 *counts, int64 arrived, bool forget,
-			 bool wake, bool commit)
+apply_counts(int64 queue_id, const int64 *counts, int64 arrived, uint32 tenants,
+			 bool forget, bool wake, bool commit)
 {
 	if (commit && forget)
 		queue_forget_counters(queue_id);
@@ -252,6 +254,8 @@ apply_counts(int64 queue_id, const int64 *counts, int64 arrived, bool forget,
 					pg_atomic_fetch_add_u64(&e->c[c], counts[c]);
 			if (arrived != 0)
 				pg_atomic_fetch_add_u64(&e->arrived, arrived);
+			if (tenants != 0)
+				pg_atomic_fetch_or_u32(&e->tenants, tenants);
 		}
 		note_active(e, queue_id);
 	}
@@ -266,7 +270,7 @@ flush_pending(bool commit)
 	{
 		PendingQueue *p = &pending[i];
 
-		apply_counts(p->queue_id, p->c, p->arrived, p->forget,
+		apply_counts(p->queue_id, p->c, p->arrived, p->tenants, p->forget,
 					 commit ? p->wake_on_commit : p->wake_on_abort, commit);
 	}
 	npending = 0;
@@ -377,7 +381,7 @@ queue_finish_prepared(const char *gid, bool commit)
 	{
 		QueuePreparedQueue *q = &done.queues[k];
 
-		apply_counts(q->queue_id, q->c, q->arrived, q->forget,
+		apply_counts(q->queue_id, q->c, q->arrived, 0, q->forget,
 					 commit ? q->wake_on_commit : q->wake_on_abort, commit);
 	}
 	/* Queues it could not keep apart: wake every waiting receive. */
@@ -484,6 +488,17 @@ queue_count(int64 queue_id, int counter, int64 n)
 		p->wake_on_commit = true;
 	if (counter == QC_RECEIVED)
 		p->wake_on_abort = true;
+}
+
+/*
+ * Sends to a queue that has no counter slot yet (made in this transaction)
+ * carried these kinds of message (fair.c): noted in the slot its commit
+ * makes.
+ */
+void
+queue_note_tenants_at_commit(int64 queue_id, uint32 kinds)
+{
+	pending_entry(queue_id)->tenants |= kinds;
 }
 
 /* A dropped queue frees its counter slot when the drop commits. */
