@@ -368,6 +368,8 @@ read_tenants(text *name, int *n, MemoryContext outcxt)
 	TimestampTz now = GetCurrentTimestamp();
 	TenantRow  *rows;
 
+	QueueReadLocks locks;
+
 	queue_enter(&call);
 	SPI_connect();
 	q = queue_lookup(name);
@@ -378,6 +380,11 @@ read_tenants(text *name, int *n, MemoryContext outcxt)
 				(errcode(ERRCODE_INSUFFICIENT_PRIVILEGE),
 				 errmsg("permission denied for queue \"%s\"", q->name),
 				 errdetail("This needs a privilege on the queue.")));
+	/* as queue._depth_checked: queue.stats reads every queue in one statement */
+	if (q->shared)
+		memset(&locks, 0, sizeof(locks));
+	else
+		queue_note_read_locks(&locks, q->relid);
 	args[0] = TimestampTzGetDatum(now);
 	args[1] = Int32GetDatum(MAX_TENANTS_EXAMINED);
 	args[2] = TimestampTzGetDatum(now - q->retention);
@@ -405,6 +412,7 @@ read_tenants(text *name, int *n, MemoryContext outcxt)
 	}
 	SPI_finish();
 	queue_leave(&call);
+	queue_release_read_locks(&locks);
 	qsort(rows, *n, sizeof(TenantRow), tenant_busier);
 	return rows;
 }

@@ -153,6 +153,14 @@ extern void queue_close(QueueCall *call);
 extern bool queue_holds_by_id(int64 queue_id, Oid role, QueuePriv priv, bool any);
 
 /* views.c */
+typedef struct QueueReadLocks	/* read locks a view takes on a dedicated queue */
+{
+	int			n;
+	Oid		   *relids;
+	bool	   *held_before;
+} QueueReadLocks;
+extern void queue_note_read_locks(QueueReadLocks *locks, Oid relid);
+extern void queue_release_read_locks(QueueReadLocks *locks);
 extern bool queue_may_see(int64 queue_id);
 extern void queue_check_may_see(int64 queue_id);
 

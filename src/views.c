@@ -73,12 +73,6 @@ queue_may_see_sql(PG_FUNCTION_ARGS)
  * the statement reads that table again.  A lock the transaction held
  * before (an earlier statement's) is left alone.
  */
-typedef struct ReadLocks
-{
-	int			n;
-	Oid		   *relids;
-	bool	   *held_before;
-} ReadLocks;
 
 static bool
 holds_read_lock(Oid relid)
@@ -93,8 +87,8 @@ holds_read_lock(Oid relid)
 	return held;
 }
 
-static void
-note_read_locks(ReadLocks *locks, Oid relid)
+void
+queue_note_read_locks(QueueReadLocks *locks, Oid relid)
 {
 	Relation	rel = RelationIdGetRelation(relid);
 	List	   *indexes = NIL;
@@ -117,8 +111,8 @@ note_read_locks(ReadLocks *locks, Oid relid)
 	list_free(indexes);
 }
 
-static void
-release_read_locks(ReadLocks *locks)
+void
+queue_release_read_locks(QueueReadLocks *locks)
 {
 	for (int i = 0; i < locks->n; i++)
 	{
@@ -146,7 +140,7 @@ queue_depth_checked_sql(PG_FUNCTION_ARGS)
 	Datum		values[5];
 	bool		nulls[5];
 	HeapTuple	result;
-	ReadLocks	locks;
+	QueueReadLocks locks;
 	int			rc;
 
 	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
@@ -158,7 +152,7 @@ queue_depth_checked_sql(PG_FUNCTION_ARGS)
 	queue_check_may_see(PG_GETARG_INT64(0));
 	relid = queue_table_relid(PG_GETARG_INT64(0), 'q');
 	if (OidIsValid(relid))
-		note_read_locks(&locks, relid);
+		queue_note_read_locks(&locks, relid);
 	else
 		memset(&locks, 0, sizeof(locks));	/* shared: one lock for all, kept */
 
@@ -204,7 +198,7 @@ queue_depth_checked_sql(PG_FUNCTION_ARGS)
 	}
 	SPI_finish();
 	queue_leave(&call);
-	release_read_locks(&locks);
+	queue_release_read_locks(&locks);
 	result = heap_form_tuple(desc, values, nulls);
 	PG_RETURN_DATUM(HeapTupleGetDatum(result));
 }

@@ -49,6 +49,9 @@
 #  8. the SQS endpoint (test/bench/sqs.sh; SQS=0 skips it): the full
 #     cycle over HTTP against SQL at batch 10 and 1, long-poll wake-up over
 #     HTTP, memory of SQS_PARK parked long polls
+#  9. fair queues (test/bench/fair.sh; FAIR=0 skips it): the cycle with
+#     1,000 tenants against none, the quiet tenants' dwell beside a noisy
+#     backlog, and the most in flight seen under max_in_flight_per_group
 #  4. (not with QUICK=1) the soak: SOAK_MESSAGES messages through a queue
 #     kept near empty (send 10 -> receive 10 -> delete, 4 clients, autovacuum
 #     at its defaults), for the extension and the floor (idx): throughput per
@@ -666,6 +669,13 @@ fi
 if [ "$EXT" = 1 ] && [ "${SQS:-1}" = 1 ]; then
 	# shellcheck source=sqs.sh
 	. "$HERE/sqs.sh"
+fi
+
+# --- 9. fair queues ------------------------------------------------------------------
+
+if [ "$EXT" = 1 ] && [ "${FAIR:-1}" = 1 ]; then
+	# shellcheck source=fair.sh
+	. "$HERE/fair.sh"
 fi
 
 # --- summary -------------------------------------------------------------------------

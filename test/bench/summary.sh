@@ -116,6 +116,10 @@ if [ "$EXT" = 1 ]; then
 	target "consumer drain (batch 10, concurrency 2) / std cycle c2 b10" "$(r consumer_drain_b10_c2 consumer_cycle_c2_b10)" ">=" 0.8
 	target "many queues: cycle over ${MANYQ_TOUCH:-1000} queues / 1 queue" "$(r manyq_cycle_spread manyq_cycle_1q)" ">=" 0.8
 	target "many queues: idle worker, ${MANYQ_QUEUES:-10000} queues (% of a core)" "${RES[manyq_idle_worker_cpu]:--}" "<=" 1
+	target "fair: dwell p99 of quiet tenants beside a noisy backlog / alone" "$(r fair_dwell_p99_noisy fair_dwell_p99_alone)" "<=" 2
+	target "fair: cycle b1, ${FAIR_TENANTS:-1000} tenants / no group ids" "$(r fair_cycle_t${FAIR_TENANTS:-1000}_b1_${FAIR_SYNC:-off} fair_cycle_plain_b1_${FAIR_SYNC:-off})" ">=" 0.7
+	target "fair: cycle b10, ${FAIR_TENANTS:-1000} tenants / no group ids" "$(r fair_cycle_t${FAIR_TENANTS:-1000}_b10_${FAIR_SYNC:-off} fair_cycle_plain_b10_${FAIR_SYNC:-off})" ">=" 0.7
+	target "fair: most in flight seen / max_in_flight_per_group" "$(ratio "${RES[fair_cap_max_in_flight_seen]:--}" "${FAIR_CAP:-5}")" "<=" 1
 	target "soak: slowest / fastest 5 s window" "${RES[soak_std_window_ratio]:--}" ">=" 0.5
 	target "soak: size at the end / the floor's" "$(r soak_std_size soak_floor_size)" "<=" 0.25
 fi

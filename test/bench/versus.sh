@@ -17,6 +17,10 @@
 # BATCHES="1 10", synchronous_commit off, FIFO c8_b10 with 100 and 10,000
 # groups, RUNS=3 SECS=5 within each run.  About 4 minutes a run, 2 runs a
 # round: ROUNDS=2 takes about 16 minutes.
+#
+# VERSUS_LAYOUT=same: REV is 1.4 or later; both builds run the same shapes
+# on shared queues, each beside its dedicated twin (STORAGE_PAIRS=1), and
+# the dedicated figures are compared too (cycle_std_ded_*).
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -31,15 +35,18 @@ trap 'git -C "$ROOT" worktree remove --force "$WT" 2>/dev/null || true' EXIT
 make -C "$WT" -j2 >/dev/null 2>&1 || { echo "versus: $REV does not build" >&2; exit 1; }
 make -C "$ROOT" -j2 >/dev/null 2>&1
 
-export RUNS=${RUNS:-3} SECS=${SECS:-5} OPS=${OPS:-" "} LP=0 SCALE=0 SOAK=0 TOPICS=0 CONSUMERS=0 MANYQ=0 SQS=0
+export RUNS=${RUNS:-3} SECS=${SECS:-5} OPS=${OPS:-" "} LP=0 SCALE=0 SOAK=0 TOPICS=0 CONSUMERS=0 MANYQ=0 SQS=0 FAIR=0
 export CLIENTS=${CLIENTS:-8} BATCHES=${BATCHES:-"1 10"} SYNC_COMMITS=${SYNC_COMMITS:-off}
 export FIFO_SYNCS=${FIFO_SYNCS:-off} FIFO_SHAPES=${FIFO_SHAPES:-c8_b10} FIFO_GROUPS=${FIFO_GROUPS:-"100 10000"}
+VERSUS_LAYOUT=${VERSUS_LAYOUT:-}
 export STORAGE_PAIRS=0
+[ "$VERSUS_LAYOUT" = same ] && STORAGE_PAIRS=1
 
 # run_build old|new ROUND: install that build, run run.sh, keep its BENCH lines
 run_build() {
 	local dir=$ROOT layout=dedicated
 	[ "$1" = old ] && { dir=$WT; layout=old; }
+	[ "$VERSUS_LAYOUT" = same ] && layout=
 	make -C "$dir" install >/dev/null 2>&1
 	echo "== round $2: $1 ($(git -C "$dir" log --format='%h %s' -1 | cut -c1-60))"
 	BENCH_LAYOUT=$layout bash "$ROOT/test/bench/run.sh" >"$OUT/$1.$2.out" 2>&1 ||
@@ -54,7 +61,7 @@ for r in $(seq 1 "$ROUNDS"); do
 done
 make -C "$ROOT" install >/dev/null 2>&1
 
-echo "== dedicated queue, $REV (old) against $(git -C "$ROOT" log --format=%h -1) (new), median of $ROUNDS rounds (msgs/s)"
+echo "== ${VERSUS_LAYOUT:+shared and }dedicated queue, $REV (old) against $(git -C "$ROOT" log --format=%h -1) (new), median of $ROUNDS rounds (msgs/s)"
 awk '{ v[$2 " " $1] = v[$2 " " $1] " " $3; names[$2] = 1 }
 	function med(s,   a, n, i, j, t) { n = split(s, a, " "); for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++) if (a[j] < a[i]) { t = a[i]; a[i] = a[j]; a[j] = t }
 		return n % 2 ? a[(n + 1) / 2] : (a[n / 2] + a[n / 2 + 1]) / 2 }

@@ -64,6 +64,10 @@ $src->safe_psql('shop', q(
 SELECT queue.send_batch('events.fifo', ARRAY['e1', 'e2', 'e3'], message_group_ids => ARRAY['a', 'a', 'b']);
 SELECT queue.send('events.fifo', 'e4', message_group_id => 'b', deduplication_id => 'ev-4');
 SELECT count(*) FROM queue.receive('events.fifo', 1, visibility_timeout => '1 hour');
+-- fair (1.6): tenants of a standard queue, with a cap
+SELECT queue.create('tenants', max_in_flight_per_group => 2);
+SELECT count(*) FROM queue.send_batch('tenants', ARRAY['t1', 't2', 't3', 't4'],
+	message_group_ids => ARRAY['a', 'a', 'a', 'b']);
 ));
 
 # --- topics (1.2): a standard topic with a filtered subscription, a FIFO
@@ -325,7 +329,12 @@ dq("SELECT queue.alter('orders', visibility_timeout => '2 minutes')");
 dq("SELECT queue.grant('orders', 'app_sender', '{receive}')");
 dq("SELECT queue.revoke('orders', 'app_sender', '{receive}')");
 dq("SELECT queue.purge('after_restore')");
-is(dq("SELECT count(*) FROM queue.stats WHERE visible IS NOT NULL"), '7', 'stats reads every queue');
+is(dq("SELECT count(*) FROM queue.stats WHERE visible IS NOT NULL"), '8', 'stats reads every queue');
+is(dq("SELECT max_in_flight_per_group FROM queue.queues WHERE queue_name = 'tenants'"), '2',
+	'fair: the cap is restored');
+is(dq("SELECT string_agg(body, ',' ORDER BY body) FROM queue.receive('tenants', 10)"), 't1,t2,t4',
+	'fair: tenants are served fairly and capped on the restored copy');
+is(dq("SELECT groups FROM queue.stats WHERE queue_name = 'tenants'"), '2', 'fair: two tenants');
 
 # topics work on the restored copy: the publish grant by name, the filters,
 # the FIFO topic's live deduplication id, ids above the restored ones

@@ -52,6 +52,17 @@ is( sql(q(SELECT concat_ws(',', visible, in_flight, delayed, sent, received, del
 		FROM queue.stats WHERE queue_name = 'jobs')),
 	'3,1,2,8,3,1,1', 'queue.stats of jobs');
 
+# tenants: a fair queue where tenant A holds 35 messages in flight and B 1:
+# 2 groups, A noisy
+sql(q(
+SELECT queue.create('tenants');
+SELECT count(*) FROM generate_series(1, 40) i, queue.send('tenants', 'a' || i, message_group_id => 'A');
+SELECT count(*) FROM queue.send('tenants', 'b', message_group_id => 'B');
+SELECT count(*) FROM queue.receive('tenants', 36, visibility_timeout => '1 hour');
+));
+is(sql(q(SELECT concat_ws(',', groups, noisy_groups, in_flight) FROM queue.stats WHERE queue_name = 'tenants')),
+	'2,1,36', 'queue.stats of tenants');
+
 # lp: one long poll that timed out (waits 1, wakeups 0), and one sleeping.
 sql(q(
 SELECT queue.create('lp');
@@ -154,6 +165,10 @@ for my $k (sort keys %jobs)
 	is(metric($m, "queue_$k", queue => 'jobs', datname => 'postgres'), $jobs{$k}, "jobs: queue_$k");
 }
 is(metric($m, 'queue_visible', queue => 'jobs_dlq'), '1', 'jobs_dlq: the dead letter is visible');
+is(metric($m, 'queue_groups', queue => 'tenants'), '2', 'tenants: queue_groups');
+is(metric($m, 'queue_noisy_groups', queue => 'tenants'), '1', 'tenants: queue_noisy_groups');
+is(metric($m, 'queue_groups', queue => 'jobs'), '1', 'jobs: its messages without group ids are one tenant');
+is(metric($m, 'queue_noisy_groups', queue => 'jobs'), '0', 'jobs: none noisy');
 cmp_ok(metric($m, 'queue_oldest_message_age_seconds', queue => 'jobs'), '>', 0,
 	'jobs: oldest message age');
 is(metric($m, 'queue_oldest_message_age_seconds', queue => 'lp'), '0', 'lp: empty, age 0');

@@ -245,7 +245,7 @@ SELECT queue.create('hsq', retention => '1 min', dead_letter_queue => 'hs_dlq', 
 	dedicated => false);
 SELECT queue.create('hsf', fifo => true, retention => '1 min', content_based_deduplication => true,
 	dedicated => false);
-SELECT queue.create('hs_ok', dedicated => false);
+SELECT queue.create('hs_ok', dedicated => false, max_in_flight_per_group => 2);
 SELECT queue.create('hs_fail', dead_letter_queue => 'hs_dlq', max_receive_count => 2, visibility_timeout => '2 s',
 	dedicated => false);
 SELECT queue.create('hs_purged', dedicated => false);
@@ -336,7 +336,10 @@ SELECT count(*) FROM queue.receive('hsq', 10);
 ROLLBACK;
 SELECT queue.send_batch('h_ok', ARRAY['o1 $round', 'o2 $round', 'o3 $round']);
 SELECT queue.send('h_fail', 'poison $round');
-SELECT queue.send_batch('hs_ok', ARRAY['o1 $round', 'o2 $round', 'o3 $round']);
+SELECT queue.send_batch('hs_ok', ARRAY['o1 $round', 'o2 $round', 'o3 $round'],
+	message_group_ids => ARRAY['t1', 't1', 't2']);
+SELECT count(*) FROM queue.group_stats('hsq');
+SELECT groups FROM queue.stats WHERE queue_name = 'hs_ok';
 SELECT queue.send('hs_fail', 'poison $round');
 SELECT queue.send('h_slow', 'slow $round');
 SELECT queue.send_batch('h_evil', ARRAY['e1 $round', 'e2 $round']);
@@ -371,8 +374,10 @@ SELECT format('%s %s %s %s', (SELECT count(*) FROM m), (SELECT count(*) FROM f),
 	mallory(q(
 SELECT count(*) FROM queue.send_batch('h_ok', ARRAY(SELECT 'v' || i FROM generate_series(1, 600) i));
 SELECT count(*) FROM queue.send_batch('h_ok', ARRAY(SELECT 'w' || i FROM generate_series(1, 600) i));
-SELECT count(*) FROM queue.send_batch('hs_ok', ARRAY(SELECT 'v' || i FROM generate_series(1, 600) i));
-SELECT count(*) FROM queue.send_batch('hs_ok', ARRAY(SELECT 'w' || i FROM generate_series(1, 600) i));
+SELECT count(*) FROM queue.send_batch('hs_ok', ARRAY(SELECT 'v' || i FROM generate_series(1, 600) i),
+	message_group_ids => ARRAY(SELECT 't' || i % 100 FROM generate_series(1, 600) i));
+SELECT count(*) FROM queue.send_batch('hs_ok', ARRAY(SELECT 'w' || i FROM generate_series(1, 600) i),
+	message_group_ids => ARRAY(SELECT 't' || i % 100 FROM generate_series(1, 600) i));
 ));
 	# purge and drop of shared queues return at once and leave the rows to
 	# the worker: a FIFO queue with messages, groups, deduplication ids and
