@@ -69,6 +69,9 @@ PG_FUNCTION_INFO_V1(queue_group_counts_sql);
 /* Tenants a receive examines, and group_stats lists, at most. */
 #define MAX_TENANTS_EXAMINED	10000
 
+/* Tenants a lease may fall back on when its chosen ones gave less (with a cap, locked). */
+#define SPARE_TENANTS			8
+
 /* Messages in flight counted per tenant when no cap bounds the count. */
 #define IN_FLIGHT_COUNTED		1000
 
@@ -167,6 +170,20 @@ typedef struct Candidate
 	bool		out;			/* not to lease from */
 } Candidate;
 
+/* Lightest first (fewest in flight, not held), then oldest head. */
+static int
+candidate_lighter_cmp(const void *a, const void *b)
+{
+	const Candidate *x = a;
+	const Candidate *y = b;
+
+	if (x->base != y->base)
+		return x->base < y->base ? -1 : 1;
+	if (x->head != y->head)
+		return x->head < y->head ? -1 : 1;
+	return (x->head_id > y->head_id) - (x->head_id < y->head_id);
+}
+
 /*
  * Share want among the candidates as the batch would: each next message
  * to the tenant whose next one weighs least (its base plus what it has
@@ -200,16 +217,162 @@ share_batch(Candidate *c, int n, int want, int32 cap)
 	}
 }
 
+/* Group ids sorted with their counts, for in_flight_of. */
+typedef struct GroupCount
+{
+	Datum		group;
+	int64		n;
+} GroupCount;
+
+static int
+group_count_cmp(const void *a, const void *b)
+{
+	return queue_text_cmp(&((const GroupCount *) a)->group, &((const GroupCount *) b)->group);
+}
+
+static int
+candidate_pos_cmp(const void *a, const void *b)
+{
+	const Candidate *x = a;
+	const Candidate *y = b;
+
+	if (x->isnull != y->isnull)
+		return x->isnull ? -1 : 1;
+	if (!x->isnull)
+	{
+		int			c = queue_text_cmp(&x->group, &y->group);
+
+		if (c != 0)
+			return c;
+	}
+	return (x->head_id > y->head_id) - (x->head_id < y->head_id);
+}
+
+static int
+candidate_head_cmp(const void *a, const void *b)
+{
+	const Candidate *x = a;
+	const Candidate *y = b;
+
+	if (x->head != y->head)
+		return x->head < y->head ? -1 : 1;
+	return (x->head_id > y->head_id) - (x->head_id < y->head_id);
+}
+
 /*
- * The parameters of QP_FAIR_RECEIVE after its first five: the tenants to
- * lease from (QP_FAIR_TENANTS's candidates, locked as the file header
- * says) and how many of each, for a batch of want, not taking the
- * ndelivered messages this call delivered already.  False when no tenant
- * has a message to give.
+ * The candidates from a first look at the queue's head (QP_FAIR_WINDOW):
+ * the tenants of its oldest visible messages, each with its messages in
+ * flight.  A tenant not among them has a newer head, so it could only be
+ * preferred for having fewer in flight: when want of them have none (and
+ * no cap keeps them out), none can, and they are the candidates.  -1
+ * when the look does not settle it (all_candidates then looks at every
+ * tenant).  The counts in flight come from the first IN_FLIGHT_COUNTED
+ * messages not visible (with a cap, the lease counts again exactly).
  */
-bool
-queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
-				const int64 *delivered, Datum *args, char *nulls)
+static int
+window_candidates(QueueMeta *q, TimestampTz now, int want, Candidate **out)
+{
+	Datum		a[4];
+	int			rc;
+	int			nrows;
+	int			nw = 0;
+	int			nf = 0;
+	int			ncand = 0;
+	int			idle = 0;
+	int64		null_in_flight = 0;
+	Candidate  *c;
+	GroupCount *f;
+	TimestampTz bound = now;
+
+	a[0] = TimestampTzGetDatum(now);
+	a[1] = TimestampTzGetDatum(now - q->retention);
+	a[2] = Int32GetDatum(4 * want + 16);
+	a[3] = Int32GetDatum(IN_FLIGHT_COUNTED);
+	rc = queue_exec(q, QP_FAIR_WINDOW, a, NULL, false, 0);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "queue fair receive failed: %s", SPI_result_code_string(rc));
+	nrows = (int) SPI_processed;
+	if (nrows == 0)
+		return 0;
+	c = palloc0(nrows * sizeof(Candidate));
+	f = palloc(nrows * sizeof(GroupCount));
+	for (int r = 0; r < nrows; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		gnull;
+		bool		isnull;
+		Datum		g = SPI_getbinval(tup, desc, 1, &gnull);
+		Datum		count = SPI_getbinval(tup, desc, 4, &isnull);
+
+		if (!isnull)
+		{
+			if (gnull)
+				null_in_flight = DatumGetInt64(count);
+			else
+			{
+				f[nf].group = g;
+				f[nf].n = DatumGetInt64(count);
+				nf++;
+			}
+			continue;
+		}
+		c[nw].isnull = gnull;
+		c[nw].group = gnull ? (Datum) 0 : g;
+		c[nw].head = DatumGetTimestampTz(SPI_getbinval(tup, desc, 2, &isnull));
+		c[nw].head_id = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+		bound = c[nw].head;
+		nw++;
+	}
+	if (nw == 0)
+		return 0;				/* nothing visible */
+	if (nw < 4 * want + 16)
+		bound = now;			/* the look saw every visible message */
+
+	/* one candidate per tenant: its oldest message of the look */
+	qsort(c, nw, sizeof(Candidate), candidate_pos_cmp);
+	qsort(f, nf, sizeof(GroupCount), group_count_cmp);
+	for (int i = 0; i < nw; i++)
+	{
+		GroupCount *hit;
+
+		if (ncand > 0 && c[ncand - 1].isnull == c[i].isnull &&
+			(c[i].isnull || queue_text_cmp(&c[ncand - 1].group, &c[i].group) == 0))
+			continue;
+		c[ncand] = c[i];
+		if (c[ncand].isnull)
+		{
+			c[ncand].in_flight = null_in_flight;
+			c[ncand].bound = bound;
+		}
+		else
+		{
+			GroupCount	key = {c[ncand].group, 0};
+
+			hit = bsearch(&key, f, nf, sizeof(GroupCount), group_count_cmp);
+			c[ncand].in_flight = hit ? hit->n : 0;
+			c[ncand].group = datumCopy(c[ncand].group, false, -1);
+		}
+		c[ncand].base = c[ncand].in_flight;
+		if (q->max_in_flight > 0 && c[ncand].in_flight >= q->max_in_flight)
+			c[ncand].out = true;
+		else if (c[ncand].in_flight == 0)
+			idle++;
+		ncand++;
+	}
+	if (idle < want && nw == 4 * want + 16)
+		return -1;				/* others behind the look may come first */
+	qsort(c, ncand, sizeof(Candidate), candidate_head_cmp);
+	*out = c;
+	return ncand;
+}
+
+/*
+ * The candidates from every tenant (QP_FAIR_TENANTS: at most
+ * MAX_TENANTS_EXAMINED, fewest in flight first, the first want + 8).
+ */
+static int
+all_candidates(QueueMeta *q, TimestampTz now, int want, Candidate **out)
 {
 	Datum		a[7];
 	char		n[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
@@ -219,13 +382,6 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	int			rc;
 	int			ncand;
 	Candidate  *c;
-	bool		settled = false;
-	Datum	   *groups;
-	Datum	   *quotas;
-	int			ngroups = 0;
-	bool		with_null = false;
-	int32		null_quota = 0;
-	TimestampTz null_bound = now;
 
 	if (!(kinds & QUEUE_TENANTS_UNGROUPED))
 		kinds = tenant_kinds(q);
@@ -244,7 +400,7 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 		elog(ERROR, "queue fair receive failed: %s", SPI_result_code_string(rc));
 	ncand = (int) SPI_processed;
 	if (ncand == 0)
-		return false;
+		return 0;
 
 	c = palloc0(ncand * sizeof(Candidate));
 	for (int i = 0; i < ncand; i++)
@@ -262,6 +418,39 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 		if (c[i].isnull)
 			c[i].bound = DatumGetTimestampTz(SPI_getbinval(tup, desc, 5, &isnull));
 	}
+
+	*out = c;
+	return ncand;
+}
+
+/*
+ * The parameters of QP_FAIR_RECEIVE after its first five: the tenants to
+ * lease from (QP_FAIR_TENANTS's candidates, locked as the file header
+ * says) and how many of each, for a batch of want, not taking the
+ * ndelivered messages this call delivered already.  False when no tenant
+ * has a message to give.
+ */
+bool
+queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
+				const int64 *delivered, Datum *args, char *nulls)
+{
+	int32		cap = q->max_in_flight;
+	int			count_bound = cap > 0 ? cap : IN_FLIGHT_COUNTED;
+	int			ncand;
+	Candidate  *c;
+	bool		settled = false;
+	Datum	   *groups;
+	Datum	   *quotas;
+	int			ngroups = 0;
+	bool		with_null = false;
+	int32		null_quota = 0;
+	TimestampTz null_bound = now;
+
+	ncand = window_candidates(q, now, want, &c);
+	if (ncand < 0)
+		ncand = all_candidates(q, now, want, &c);
+	if (ncand == 0)
+		return false;
 
 	/*
 	 * Lock the tenants the batch would take from; one held by another
@@ -310,8 +499,36 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	if (ngroups == 0 && !with_null)
 		return false;
 
-	args[5] = a[5];
-	nulls[5] = n[5];
+	/*
+	 * Spares, after them, lightest first: another receive may lease a
+	 * chosen tenant's messages between the look and the lease (it held the
+	 * tenant's lock until it committed, and this receive took the lock
+	 * after).  The lease takes from the spares only what the chosen ones
+	 * did not give (it reads the tenants in this order and stops at the
+	 * batch).  With a cap, a spare must be locked too: a few at most.
+	 */
+	qsort(c, ncand, sizeof(Candidate), candidate_lighter_cmp);
+	for (int i = 0, nspare = 0; i < ncand && nspare < SPARE_TENANTS; i++)
+	{
+		if (c[i].quota > 0 || c[i].out || c[i].tried < 0 || (c[i].isnull && with_null))
+			continue;
+		if (cap > 0 && !lock_tenant(q, c[i].group, c[i].isnull))
+			continue;
+		nspare++;
+		if (c[i].isnull)
+		{
+			with_null = true;
+			null_quota = want;
+			null_bound = c[i].bound;
+			continue;
+		}
+		groups[ngroups] = c[i].group;
+		quotas[ngroups] = Int32GetDatum(want);
+		ngroups++;
+	}
+
+	args[5] = Int32GetDatum(cap);
+	nulls[5] = cap > 0 ? ' ' : 'n';
 	args[6] = queue_text_array(ngroups, groups, NULL);
 	args[7] = PointerGetDatum(construct_array(quotas, ngroups, INT4OID, 4, true, TYPALIGN_INT));
 	args[8] = BoolGetDatum(with_null);

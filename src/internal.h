@@ -72,7 +72,8 @@ typedef enum QueuePlanKind
 	QP_FAILED_LOCK_FIFO,
 	QP_RECEIVE_FIXUP,			/* a receive's leases that met rolled-back ones */
 	QP_FAILED_EXISTING,
-	QP_FAIR_TENANTS,			/* a fair receive's candidate tenants (fair.c) */
+	QP_FAIR_WINDOW,				/* a fair receive's first look (fair.c) */
+	QP_FAIR_TENANTS,			/* ... its candidate tenants, all of them */
 	QP_FAIR_RECEIVE,			/* ... and its lease */
 	QP_GROUP_STATS,				/* per tenant counts (fair.c) */
 	QP_GROUP_STATS_FIFO,

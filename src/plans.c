@@ -425,6 +425,24 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		1, {TIMESTAMPTZOID}
 	},
 	/*
+	 * A fair receive's first look (fair.c): the oldest $3 visible messages
+	 * (column 4 null), then the tenants with messages in flight and how
+	 * many, from the first $4 not visible (column 4 the count).
+	 */
+	[QP_FAIR_WINDOW] = {
+		"SELECT w.message_group_id, w.visible_at, w.message_id, NULL::bigint FROM ("
+		"  SELECT m.message_group_id, m.visible_at, m.message_id FROM {q} m"
+		"  WHERE {S.m}m.visible_at <= $1 AND m.sent_at > $2"
+		"  ORDER BY m.visible_at, m.message_id LIMIT $3) w"
+		" UNION ALL"
+		" SELECT f.message_group_id, NULL, NULL, count(*) FROM ("
+		"  SELECT m.message_group_id FROM {q} m"
+		"  WHERE {S.m}m.visible_at > $1 AND m.receive_count > 0"
+		"  ORDER BY m.visible_at LIMIT $4) f GROUP BY 1",
+		4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID}
+	},
+
+	/*
 	 * Fair receives (fair.c, DESIGN.md "Fair queues").  The candidate
 	 * tenants: the groups with messages, found by skipping through the
 	 * tenants' index (one descent a group, at most $5 groups), each with

@@ -273,6 +273,7 @@ typedef struct Received
 	int			nmoves;			/* moved to the dead-letter queue this try */
 	int			nmoved_groups;	/* FIFO groups of the last step's moves */
 	Datum	   *moved_groups;
+	bool		fair_raced;		/* the last fair step's tenants gave nothing */
 } Received;
 
 /* Remember what a receive with a receive_attempt_id returned. */
@@ -451,6 +452,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 		{
 			*moved = 0;
 			got->nmoved_groups = 0;
+			got->fair_raced = false;
 			return 0;
 		}
 	}
@@ -474,6 +476,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 		elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
 	tt = SPI_tuptable;
 	nrows = SPI_processed;
+	got->fair_raced = kind == QP_FAIR_RECEIVE && nrows == 0;
 	counts = palloc(Max(nrows, 1) * sizeof(int32));
 	rows = palloc(Max(nrows, 1) * sizeof(uint64));
 	if (kind == QP_FIFO_RECEIVE)
@@ -563,6 +566,8 @@ receive_try(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 			TimestampTz now, int64 vt, uint64 nonce, int max_messages,
 			bool group_by_group, Received *got)
 {
+	int			races = 0;
+
 	got->ngroups = 0;
 	for (;;)
 	{
@@ -593,6 +598,16 @@ receive_try(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 			   got->n < max_messages)
 			rows += receive_step(rsinfo, q, QP_FIFO_RECEIVE_DLQ_MORE, now, vt,
 								 nonce, max_messages - got->n, 1, got, &moved);
+		/*
+		 * The tenants a fair step chose had visible messages when it
+		 * looked, and others took them before its lease: look again (a
+		 * few times; FOR UPDATE SKIP LOCKED races alike, once).
+		 */
+		if (rows == 0 && got->fair_raced && ++races < 3)
+		{
+			CHECK_FOR_INTERRUPTS();
+			continue;
+		}
 		if (rows == 0 || got->n >= max_messages)
 			break;
 		if (queue_receive_one_group && got->n > 0)

@@ -61,7 +61,7 @@ EOF
 
 cat >"$SCRIPTS/fair_cycle_b1.sql" <<'EOF'
 -- the standard cycle, batch 1, the message of one of :tenants tenants (0: none)
-\set t random(1, :tenants)
+\set t random(1, greatest(:tenants, 1))
 SELECT message_id FROM queue.send(:queue, :body::text,
 	message_group_id => CASE WHEN :tenants > 0 THEN 't' || :t END);
 SELECT receipt FROM queue.receive(:queue) \gset
