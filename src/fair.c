@@ -443,6 +443,7 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	Datum	   *quotas;
 	int			ngroups = 0;
 	bool		with_null = false;
+	bool		null_spare = false;
 	int32		null_quota = 0;
 	TimestampTz null_bound = now;
 
@@ -505,19 +506,20 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	 * tenant's lock until it committed, and this receive took the lock
 	 * after).  The lease takes from the spares only what the chosen ones
 	 * did not give (it reads the tenants in this order and stops at the
-	 * batch).  With a cap, a spare must be locked too: a few at most.
+	 * batch).  With a cap a spare would have to be locked, and a receive
+	 * in a transaction block would hold it to the end: none then (the
+	 * receive looks again instead, receive.c).  The tenant without a group
+	 * id is read first when chosen, last when a spare.
 	 */
 	qsort(c, ncand, sizeof(Candidate), candidate_lighter_cmp);
-	for (int i = 0, nspare = 0; i < ncand && nspare < SPARE_TENANTS; i++)
+	for (int i = 0, nspare = 0; cap == 0 && i < ncand && nspare < SPARE_TENANTS; i++)
 	{
-		if (c[i].quota > 0 || c[i].out || c[i].tried < 0 || (c[i].isnull && with_null))
-			continue;
-		if (cap > 0 && !lock_tenant(q, c[i].group, c[i].isnull))
+		if (c[i].quota > 0 || c[i].out || (c[i].isnull && with_null))
 			continue;
 		nspare++;
 		if (c[i].isnull)
 		{
-			with_null = true;
+			null_spare = true;
 			null_quota = want;
 			null_bound = c[i].bound;
 			continue;
@@ -537,6 +539,7 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	args[11] = queue_int8_array(ndelivered, (int64 *) delivered);
 	args[12] = Int32GetDatum(count_bound);
 	args[13] = TimestampTzGetDatum(null_bound);
+	args[14] = BoolGetDatum(null_spare);
 	for (int i = 6; i < QUEUE_FAIR_ARGS; i++)
 		nulls[i] = ' ';
 	return true;

@@ -357,7 +357,7 @@ extern void queue_failed_finish_prepared(const char *gid, bool commit);
 extern void queue_failed_init(void);
 
 /* fair.c */
-#define QUEUE_FAIR_ARGS		14	/* QP_FAIR_RECEIVE's parameters */
+#define QUEUE_FAIR_ARGS		15	/* QP_FAIR_RECEIVE's parameters */
 extern void queue_note_tenants(QueueMeta *q, int n, const bool *group_nulls);
 extern bool queue_receive_is_fair(QueueMeta *q);
 extern bool queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,

@@ -68,6 +68,24 @@ typedef struct PlanSpec
 	"   NULL, NULL, NULL, NULL, true, c.ord FROM c WHERE c.receive_count >= $8) z" \
 	" ORDER BY ord"
 
+/*
+ * A fair lease's share of the tenant without a group id ($10 messages,
+ * within the bound $14), when the gate (a parameter) is on: first when
+ * chosen ($9), last when a spare ($15).  See QP_FAIR_RECEIVE.
+ */
+#define FAIR_NULL_LEASE(gate) \
+	"SELECT x.message_id, x.receive_count, NULL::text AS message_group_id" \
+	"  FROM (SELECT CASE WHEN $6 IS NULL THEN 0 ELSE (" \
+	"   SELECT count(*) FROM (SELECT FROM {q} m WHERE {S.m}m.visible_at > $1" \
+	"    AND m.message_group_id IS NULL AND m.receive_count > 0" \
+	"    ORDER BY m.visible_at LIMIT $13) z) END AS n) f" \
+	"  CROSS JOIN LATERAL (SELECT m.message_id, m.receive_count FROM {q} m" \
+	"   WHERE {S.m}m.visible_at <= least($1, $14) AND m.sent_at > $4" \
+	"    AND m.message_group_id IS NULL AND m.message_id <> ALL ($12)" \
+	"   ORDER BY m.visible_at, m.message_id" \
+	"   LIMIT greatest(0, least($10, coalesce($6 - f.n, $10))) FOR UPDATE SKIP LOCKED) x" \
+	"  WHERE " gate
+
 static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	/*
 	 * The lease.  The inner scan walks the (visible_at, message_id) index
@@ -488,8 +506,10 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * The fair lease: from each tenant fair.c chose ($7), as many of its
 	 * oldest visible messages as its quota ($8), which fair.c worked out
 	 * so that the batch goes to the tenants with the fewest in flight,
-	 * round and round; $9 and $10: the tenant without a group id, within
-	 * the bound $14.  With a cap ($6) a tenant's messages in flight are
+	 * round and round, then spare tenants with quota $5, read only for
+	 * what the chosen ones did not give (the LIMIT stops the reading);
+	 * $9/$15 and $10: the tenant without a group id, chosen or spare,
+	 * within the bound $14.  With a cap ($6) a tenant's messages in flight are
 	 * counted again here (fair.c holds the capped tenants' locks, and this
 	 * statement's snapshot is newer than the leases of their last holder),
 	 * and it never gets more than its free places.  As QP_RECEIVE_DLQ,
@@ -498,6 +518,8 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 */
 	[QP_FAIR_RECEIVE] = {
 		"WITH c AS MATERIALIZED ("
+		"  " FAIR_NULL_LEASE("$9")
+		"  UNION ALL"
 		"  SELECT x.message_id, x.receive_count, x.message_group_id"
 		"  FROM unnest($7, $8) AS t(g, quota)"
 		"  CROSS JOIN LATERAL (SELECT CASE WHEN $6 IS NULL THEN 0 ELSE ("
@@ -510,17 +532,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"   ORDER BY m.visible_at, m.message_id"
 		"   LIMIT greatest(0, least(t.quota, coalesce($6 - f.n, t.quota))) FOR UPDATE SKIP LOCKED) x"
 		"  UNION ALL"
-		"  SELECT x.message_id, x.receive_count, NULL"
-		"  FROM (SELECT CASE WHEN $6 IS NULL THEN 0 ELSE ("
-		"   SELECT count(*) FROM (SELECT FROM {q} m WHERE {S.m}m.visible_at > $1"
-		"    AND m.message_group_id IS NULL AND m.receive_count > 0"
-		"    ORDER BY m.visible_at LIMIT $13) z) END AS n) f"
-		"  CROSS JOIN LATERAL (SELECT m.message_id, m.receive_count FROM {q} m"
-		"   WHERE {S.m}m.visible_at <= least($1, $14) AND m.sent_at > $4"
-		"    AND m.message_group_id IS NULL AND m.message_id <> ALL ($12)"
-		"   ORDER BY m.visible_at, m.message_id"
-		"   LIMIT greatest(0, least($10, coalesce($6 - f.n, $10))) FOR UPDATE SKIP LOCKED) x"
-		"  WHERE $9"
+		"  " FAIR_NULL_LEASE("$15")
 		"  LIMIT $5),"
 		" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3,"
 		"  receive_count = m.receive_count + 1,"
@@ -531,9 +543,9 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" SELECT u.*, false FROM u"
 		" UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL,"
 		"  NULL, NULL, NULL, NULL, true FROM c WHERE $11 > 0 AND c.receive_count >= $11",
-		14, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID,
+		15, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID,
 			TEXTARRAYOID, INT4ARRAYOID, BOOLOID, INT4OID, INT4OID, INT8ARRAYOID, INT4OID,
-		TIMESTAMPTZOID}
+		TIMESTAMPTZOID, BOOLOID}
 	},
 
 	/*
