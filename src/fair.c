@@ -69,6 +69,9 @@ PG_FUNCTION_INFO_V1(queue_group_counts_sql);
 /* Tenants a receive examines, and group_stats lists, at most. */
 #define MAX_TENANTS_EXAMINED	10000
 
+/* The oldest visible messages a fair receive looks at first. */
+#define FAIR_LOOK(want)			(2 * (want) + 8)
+
 /* Tenants a lease may fall back on when its chosen ones gave less (with a cap, locked). */
 #define SPARE_TENANTS			8
 
@@ -286,7 +289,7 @@ window_candidates(QueueMeta *q, TimestampTz now, int want, Candidate **out)
 
 	a[0] = TimestampTzGetDatum(now);
 	a[1] = TimestampTzGetDatum(now - q->retention);
-	a[2] = Int32GetDatum(4 * want + 16);
+	a[2] = Int32GetDatum(FAIR_LOOK(want));
 	a[3] = Int32GetDatum(IN_FLIGHT_COUNTED);
 	rc = queue_exec(q, QP_FAIR_WINDOW, a, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
@@ -326,7 +329,7 @@ window_candidates(QueueMeta *q, TimestampTz now, int want, Candidate **out)
 	}
 	if (nw == 0)
 		return 0;				/* nothing visible */
-	if (nw < 4 * want + 16)
+	if (nw < FAIR_LOOK(want))
 		bound = now;			/* the look saw every visible message */
 
 	/* one candidate per tenant: its oldest message of the look */
@@ -360,7 +363,7 @@ window_candidates(QueueMeta *q, TimestampTz now, int want, Candidate **out)
 			idle++;
 		ncand++;
 	}
-	if (idle < want && nw == 4 * want + 16)
+	if (idle < want && nw == FAIR_LOOK(want))
 		return -1;				/* others behind the look may come first */
 	qsort(c, ncand, sizeof(Candidate), candidate_head_cmp);
 	*out = c;
