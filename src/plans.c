@@ -69,6 +69,20 @@ typedef struct PlanSpec
 	" ORDER BY ord"
 
 /*
+ * The group ids of a queue's messages, t(g, i), in order, one index
+ * descent each (a skip scan), at most limit (a parameter) of them; the
+ * last row's g is null when they ran out.
+ */
+#define TENANTS_OF(limit) \
+	"WITH RECURSIVE t(g, i) AS (" \
+	"  (SELECT m.message_group_id, 1 FROM {q} m" \
+	"   WHERE {S.m}m.message_group_id IS NOT NULL ORDER BY m.message_group_id LIMIT 1)" \
+	"  UNION ALL" \
+	"  SELECT (SELECT m.message_group_id FROM {q} m" \
+	"   WHERE {S.m}m.message_group_id > t.g ORDER BY m.message_group_id LIMIT 1), t.i + 1" \
+	"  FROM t WHERE t.g IS NOT NULL AND t.i < " limit ")"
+
+/*
  * A fair lease's share of the tenant without a group id ($10 messages,
  * within the bound $14), when the gate (a parameter) is on: first when
  * chosen ($9), last when a spare ($15).  See QP_FAIR_RECEIVE.
@@ -471,13 +485,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * out.  Fewest in flight first, then oldest head; $3 of them.
 	 */
 	[QP_FAIR_TENANTS] = {
-		"WITH RECURSIVE t(g, i) AS ("
-		"  (SELECT m.message_group_id, 1 FROM {q} m"
-		"   WHERE {S.m}m.message_group_id IS NOT NULL ORDER BY m.message_group_id LIMIT 1)"
-		"  UNION ALL"
-		"  SELECT (SELECT m.message_group_id FROM {q} m"
-		"   WHERE {S.m}m.message_group_id > t.g ORDER BY m.message_group_id LIMIT 1), t.i + 1"
-		"  FROM t WHERE t.g IS NOT NULL AND t.i < $5)"
+		TENANTS_OF("$5")
 		" SELECT t.g, f.n, h.visible_at, h.message_id, NULL::timestamptz FROM t"
 		" CROSS JOIN LATERAL (SELECT m.visible_at, m.message_id FROM {q} m"
 		"  WHERE {S.m}m.message_group_id = t.g AND m.visible_at <= $1 AND m.sent_at > $2"
@@ -555,13 +563,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * a group id as one more tenant, from the first 10,001 of the queue.
 	 */
 	[QP_GROUP_STATS] = {
-		"WITH RECURSIVE t(g, i) AS ("
-		"  (SELECT m.message_group_id, 1 FROM {q} m"
-		"   WHERE {S.m}m.message_group_id IS NOT NULL ORDER BY m.message_group_id LIMIT 1)"
-		"  UNION ALL"
-		"  SELECT (SELECT m.message_group_id FROM {q} m"
-		"   WHERE {S.m}m.message_group_id > t.g ORDER BY m.message_group_id LIMIT 1), t.i + 1"
-		"  FROM t WHERE t.g IS NOT NULL AND t.i < $2)"
+		TENANTS_OF("$2")
 		" SELECT t.g, v.n, l.in_flight, l.delayed, least(v.oldest, l.oldest) FROM t"
 		" CROSS JOIN LATERAL (SELECT count(*) AS n, min(x.sent_at) AS oldest FROM ("
 		"  SELECT m.sent_at FROM {q} m WHERE {S.m}m.message_group_id = t.g"
@@ -582,13 +584,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	},
 	/* ... of a FIFO queue: a group's first 10,001 in order (those in flight lead) */
 	[QP_GROUP_STATS_FIFO] = {
-		"WITH RECURSIVE t(g, i) AS ("
-		"  (SELECT m.message_group_id, 1 FROM {q} m"
-		"   WHERE {S.m}m.message_group_id IS NOT NULL ORDER BY m.message_group_id LIMIT 1)"
-		"  UNION ALL"
-		"  SELECT (SELECT m.message_group_id FROM {q} m"
-		"   WHERE {S.m}m.message_group_id > t.g ORDER BY m.message_group_id LIMIT 1), t.i + 1"
-		"  FROM t WHERE t.g IS NOT NULL AND t.i < $2)"
+		TENANTS_OF("$2")
 		" SELECT t.g, s.visible, s.in_flight, s.delayed, s.oldest FROM t"
 		" CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE x.visible_at <= $1) AS visible,"
 		"  count(*) FILTER (WHERE x.visible_at > $1 AND x.receive_count > 0) AS in_flight,"
