@@ -69,6 +69,11 @@ typedef struct PlanSpec
 	" ORDER BY ord"
 
 /*
+ * (The statements below that read one tenant's messages order them by
+ * message_group_id first, which only the tenants' index gives without a
+ * sort: a generic plan made while the table's statistics know one group
+ * would otherwise walk (store_id, visible_at) and filter by group.)
+ *
  * The group ids of a queue's messages, t(g, i), in order, one index
  * descent each (a skip scan), at most limit (a parameter) of them; the
  * last row's g is null when they ran out.
@@ -489,10 +494,10 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" SELECT t.g, f.n, h.visible_at, h.message_id, NULL::timestamptz FROM t"
 		" CROSS JOIN LATERAL (SELECT m.visible_at, m.message_id FROM {q} m"
 		"  WHERE {S.m}m.message_group_id = t.g AND m.visible_at <= $1 AND m.sent_at > $2"
-		"  ORDER BY m.visible_at, m.message_id LIMIT 1) h"
+		"  ORDER BY m.message_group_id, m.visible_at, m.message_id LIMIT 1) h"
 		" CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT FROM {q} m"
 		"  WHERE {S.m}m.message_group_id = t.g AND m.visible_at > $1 AND m.receive_count > 0"
-		"  ORDER BY m.visible_at LIMIT $4) z) f"
+		"  ORDER BY m.message_group_id, m.visible_at LIMIT $4) z) f"
 		" WHERE t.g IS NOT NULL AND ($6 IS NULL OR f.n < $6)"
 		" UNION ALL"
 		" SELECT NULL, f.n, h.visible_at, h.message_id, w.bound"
@@ -532,12 +537,12 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"  FROM unnest($7, $8) AS t(g, quota)"
 		"  CROSS JOIN LATERAL (SELECT CASE WHEN $6 IS NULL THEN 0 ELSE ("
 		"   SELECT count(*) FROM (SELECT FROM {q} m WHERE {S.m}m.message_group_id = t.g"
-		"    AND m.visible_at > $1 AND m.receive_count > 0 ORDER BY m.visible_at LIMIT $13) z)"
+		"    AND m.visible_at > $1 AND m.receive_count > 0 ORDER BY m.message_group_id, m.visible_at LIMIT $13) z)"
 		"   END AS n) f"
 		"  CROSS JOIN LATERAL (SELECT m.message_id, m.receive_count, m.message_group_id"
 		"   FROM {q} m WHERE {S.m}m.message_group_id = t.g AND m.visible_at <= $1"
 		"    AND m.sent_at > $4 AND m.message_id <> ALL ($12)"
-		"   ORDER BY m.visible_at, m.message_id"
+		"   ORDER BY m.message_group_id, m.visible_at, m.message_id"
 		"   LIMIT greatest(0, least(t.quota, coalesce($6 - f.n, t.quota))) FOR UPDATE SKIP LOCKED) x"
 		"  UNION ALL"
 		"  " FAIR_NULL_LEASE("$15")
@@ -567,11 +572,11 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" SELECT t.g, v.n, l.in_flight, l.delayed, least(v.oldest, l.oldest) FROM t"
 		" CROSS JOIN LATERAL (SELECT count(*) AS n, min(x.sent_at) AS oldest FROM ("
 		"  SELECT m.sent_at FROM {q} m WHERE {S.m}m.message_group_id = t.g"
-		"   AND m.visible_at <= $1 AND m.sent_at > $3 ORDER BY m.visible_at LIMIT 10001) x) v"
+		"   AND m.visible_at <= $1 AND m.sent_at > $3 ORDER BY m.message_group_id, m.visible_at LIMIT 10001) x) v"
 		" CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE x.receive_count > 0) AS in_flight,"
 		"  count(*) FILTER (WHERE x.receive_count = 0) AS delayed, min(x.sent_at) AS oldest FROM ("
 		"  SELECT m.sent_at, m.receive_count FROM {q} m WHERE {S.m}m.message_group_id = t.g"
-		"   AND m.visible_at > $1 AND m.sent_at > $3 ORDER BY m.visible_at LIMIT 10001) x) l"
+		"   AND m.visible_at > $1 AND m.sent_at > $3 ORDER BY m.message_group_id, m.visible_at LIMIT 10001) x) l"
 		" WHERE t.g IS NOT NULL AND v.n + l.in_flight + l.delayed > 0"
 		" UNION ALL"
 		" SELECT NULL, count(*) FILTER (WHERE x.visible_at <= $1),"
@@ -592,7 +597,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"  min(x.sent_at) AS oldest FROM ("
 		"  SELECT m.visible_at, m.receive_count, m.sent_at FROM {q} m"
 		"  WHERE {S.m}m.message_group_id = t.g AND m.sent_at > $3"
-		"  ORDER BY m.message_id LIMIT 10001) x) s"
+		"  ORDER BY m.message_group_id, m.message_id LIMIT 10001) x) s"
 		" WHERE t.g IS NOT NULL AND s.visible + s.in_flight + s.delayed > 0",
 		3, {TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID}
 	},

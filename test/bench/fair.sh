@@ -137,7 +137,7 @@ dwell_one() {
 	local kind=$1 backlog=$2 grouped=1 tenants=1 n
 	[ "$kind" = plain ] && { grouped=0; tenants=0; }
 	reset_fair bench_dwell "$tenants" "$backlog" noisy
-	psql_val "DROP TABLE IF EXISTS bench_dwell; CREATE TABLE bench_dwell (ms float8)" >/dev/null
+	psql_val "DROP TABLE IF EXISTS bench_dwell; CREATE TABLE bench_dwell (ms float8, at timestamptz DEFAULT clock_timestamp())" >/dev/null
 	PGOPTIONS="-c synchronous_commit=$FAIR_SYNC" "$BINDIR/pgbench" -n -M prepared -c 1 -j 1 \
 		-R $((FAIR_QUIET * FAIR_QUIET_RATE)) -T "$FAIR_DWELL_SECS" -h "$BENCH_DIR" -p "$PORT" -U postgres \
 		-D queue=bench_dwell -D quiet="$FAIR_QUIET" -D grouped="$grouped" \
@@ -149,6 +149,11 @@ dwell_one() {
 		coalesce(round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 1), 0) FROM bench_dwell" | tr '|' ' ')"
 	LEFT=$(psql_val "SELECT count(*) FROM queue.peek('bench_dwell', 1000000) WHERE body = 'noisy'")
 	echo "  dwell $kind backlog $backlog: $n quiet messages received, p50 $DW50 ms, p99 $DW99 ms; noisy left $LEFT"
+	echo "    p99 (ms) and messages by 2 s of the run: $(psql_val "
+		SELECT string_agg(format('%s s: %s (%s)', b * 2, p, n), ', ' ORDER BY b) FROM (
+			SELECT b, round(percentile_cont(0.99) WITHIN GROUP (ORDER BY ms)::numeric, 1) AS p, count(*) AS n
+			  FROM (SELECT floor(extract(epoch FROM at - min(at) OVER ()) / 2) AS b, ms FROM bench_dwell) d
+			 GROUP BY b) x")"
 }
 
 declare -A DW
