@@ -269,8 +269,8 @@ candidate_head_cmp(const void *a, const void *b)
  * preferred for having fewer in flight: when want of them have none (and
  * no cap keeps them out), none can, and they are the candidates.  -1
  * when the look does not settle it (all_candidates then looks at every
- * tenant).  The counts in flight come from the first IN_FLIGHT_COUNTED
- * messages not visible (with a cap, the lease counts again exactly).
+ * tenant).  Each tenant's messages in flight are counted up to
+ * IN_FLIGHT_COUNTED (with a cap, the lease counts again exactly).
  */
 static int
 window_candidates(QueueMeta *q, TimestampTz now, int want, Candidate **out)

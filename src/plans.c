@@ -463,19 +463,28 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	},
 	/*
 	 * A fair receive's first look (fair.c): the oldest $3 visible messages
-	 * (column 4 null), then the tenants with messages in flight and how
-	 * many, from the first $4 not visible (column 4 the count).
+	 * (column 4 null), then for each of their tenants its messages in
+	 * flight, counted up to $4 (column 4), each in its own part of the
+	 * tenants' index: the range of leases not yet over also holds the
+	 * entries of every message leased and deleted within the visibility
+	 * timeout, so one walk of it for the whole queue would read far more.
 	 */
 	[QP_FAIR_WINDOW] = {
-		"SELECT w.message_group_id, w.visible_at, w.message_id, NULL::bigint FROM ("
+		"WITH w AS MATERIALIZED ("
 		"  SELECT m.message_group_id, m.visible_at, m.message_id FROM {q} m"
 		"  WHERE {S.m}m.visible_at <= $1 AND m.sent_at > $2"
-		"  ORDER BY m.visible_at, m.message_id LIMIT $3) w"
+		"  ORDER BY m.visible_at, m.message_id LIMIT $3)"
+		" SELECT w.message_group_id, w.visible_at, w.message_id, NULL::bigint FROM w"
 		" UNION ALL"
-		" SELECT f.message_group_id, NULL, NULL, count(*) FROM ("
-		"  SELECT m.message_group_id FROM {q} m"
-		"  WHERE {S.m}m.visible_at > $1 AND m.receive_count > 0"
-		"  ORDER BY m.visible_at LIMIT $4) f GROUP BY 1",
+		" SELECT d.g, NULL, NULL, (SELECT count(*) FROM (SELECT FROM {q} m"
+		"   WHERE {S.m}m.message_group_id = d.g AND m.visible_at > $1 AND m.receive_count > 0"
+		"   ORDER BY m.message_group_id, m.visible_at LIMIT $4) z)"
+		" FROM (SELECT DISTINCT w.message_group_id AS g FROM w WHERE w.message_group_id IS NOT NULL) d"
+		" UNION ALL"
+		" SELECT NULL, NULL, NULL, (SELECT count(*) FROM (SELECT FROM {q} m"
+		"   WHERE {S.m}m.visible_at > $1 AND m.message_group_id IS NULL AND m.receive_count > 0"
+		"   ORDER BY m.visible_at LIMIT $4) z)"
+		" WHERE EXISTS (SELECT FROM w WHERE w.message_group_id IS NULL)",
 		4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID}
 	},
 
