@@ -6,27 +6,30 @@
  * On a standard queue message_group_id names a tenant, and a message
  * without one is a tenant of its own.  A receive of a queue whose messages
  * carry group ids, or that caps a tenant's messages in flight
- * (max_in_flight_per_group), takes its messages in two statements
- * (plans.c): QP_FAIR_TENANTS lists the candidate tenants, fewest in flight
- * first and oldest head among equals, from the index of the messages that
- * have a group id; QP_FAIR_RECEIVE leases from those, each tenant's k-th
- * message weighing its messages in flight plus k, lightest first: a batch
- * goes round the tenants.  A queue whose sends never carried a group id
+ * (max_in_flight_per_group), is fair (plans.c's statements): a first look
+ * (QP_FAIR_WINDOW) at the oldest visible messages and their tenants'
+ * messages in flight settles most receives; when it does not (one
+ * tenant's backlog fills the head of the queue) every tenant is read
+ * (QP_FAIR_TENANTS).  Here the batch is shared among those candidates
+ * (share_batch: each next message to the tenant with the fewest in flight
+ * plus what it already got, oldest head among equals), and QP_FAIR_RECEIVE
+ * leases each chosen tenant's share, then from spare tenants what the
+ * chosen ones did not give.  A queue whose sends never carried a group id
  * receives as before (receive.c's QP_RECEIVE), at the cost of reading one
  * flag in shared memory.
  *
- * Between the two statements the receive takes a lock per tenant (an
- * advisory lock with field4 8, keyed by queue and a hash of the group id,
- * not waited for, held to the end of the transaction).  With a cap, a
- * tenant whose lock another receive holds is left out, and the lease
- * counts the tenant's messages in flight again under the lock with a new
- * snapshot: two receives never both take a tenant's last free place, so
- * the cap is exact.  Without one, such a tenant comes after every other
- * (its load is raised by TENANT_HELD), so concurrent receivers spread over
- * the tenants rather than all taking the same oldest one.
+ * Before the lease the receive takes a lock per tenant it takes from (an
+ * advisory lock with field4 8, keyed by queue and the group id's hash, not
+ * waited for, held to the end of the transaction).  With a cap, a tenant
+ * whose lock another receive holds is left out, and the lease counts the
+ * tenant's messages in flight again under the lock with a new snapshot:
+ * two receives never both take a tenant's last free place, so the cap is
+ * exact.  Without one, such a tenant comes after every other (its weight
+ * is raised by TENANT_HELD), so concurrent receivers spread over the
+ * tenants rather than all taking the same oldest one.
  *
  * Which kinds of message a queue's sends carried (a group id, none) is
- * kept in its counter slot (shmem.c): set by the first send of each kind,
+ * kept in its counter slot (stats.c): set by the first send of each kind,
  * saved with the counters at shutdown, cleared when the queue's slot is.
  * After a crash, or the update to 1.6, a queue is fair again from its next
  * send with a group id; a cap makes every receive fair regardless.
@@ -35,7 +38,8 @@
  * queue.stats.
  *
  * Calls: plans.c (statements), catalog.c and acl.c (the queue and the
- * caller's privileges), shmem.c (the counter slot).
+ * caller's privileges), stats.c (the counter slot), fifo.c (text helpers,
+ * the group hash), views.c (read locks of queue.stats).
  *
  *-------------------------------------------------------------------------
  */
@@ -43,13 +47,11 @@
 
 #include "access/htup_details.h"
 #include "catalog/pg_type.h"
-#include "common/hashfn.h"
 #include "executor/spi.h"
 #include "funcapi.h"
 #include "miscadmin.h"
 #include "storage/lmgr.h"
 #include "storage/lock.h"
-#include "storage/lwlock.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/datum.h"
@@ -72,27 +74,11 @@ PG_FUNCTION_INFO_V1(queue_group_counts_sql);
 /* The oldest visible messages a fair receive looks at first. */
 #define FAIR_LOOK(want)			(2 * (want) + 8)
 
-/* Tenants a lease may fall back on when its chosen ones gave less (with a cap, locked). */
+/* Tenants a lease may fall back on when its chosen ones gave less (no cap only). */
 #define SPARE_TENANTS			8
 
 /* Messages in flight counted per tenant when no cap bounds the count. */
 #define IN_FLIGHT_COUNTED		1000
-
-/* The kinds of message (QUEUE_TENANTS_*) q's sends carried; -1: no slot. */
-static int
-tenant_kinds(QueueMeta *q)
-{
-	QueueCounterEntry *e;
-	int			kinds;
-
-	if (queue_shared == NULL)
-		return -1;				/* not preloaded: no slots */
-	LWLockAcquire(queue_shared->lock, LW_SHARED);
-	e = queue_counter_probe(MyDatabaseId, q->id, false);
-	kinds = e ? (int) pg_atomic_read_u32(&e->tenants) : -1;
-	LWLockRelease(queue_shared->lock);
-	return kinds;
-}
 
 /*
  * A send of n messages to q, group_nulls[i] telling which carry no group
@@ -103,22 +89,13 @@ void
 queue_note_tenants(QueueMeta *q, int n, const bool *group_nulls)
 {
 	uint32		kinds = 0;
-	QueueCounterEntry *e;
 
 	if (q->fifo)
 		return;
 	for (int i = 0; i < n && kinds != (QUEUE_TENANTS_GROUPED | QUEUE_TENANTS_UNGROUPED); i++)
 		kinds |= group_nulls[i] ? QUEUE_TENANTS_UNGROUPED : QUEUE_TENANTS_GROUPED;
-	if ((q->tenant_kinds & kinds) == kinds || queue_shared == NULL)
-		return;
-	LWLockAcquire(queue_shared->lock, LW_SHARED);
-	e = queue_counter_probe(MyDatabaseId, q->id, false);
-	if (e != NULL)
-		q->tenant_kinds |= pg_atomic_fetch_or_u32(&e->tenants, kinds) | kinds;
-	LWLockRelease(queue_shared->lock);
-	/* a queue created in this transaction gets its slot when it commits */
-	if (e == NULL)
-		queue_note_tenants_at_commit(q->id, kinds);
+	if ((q->tenant_kinds & kinds) != kinds)
+		q->tenant_kinds |= queue_note_tenant_kinds(q->id, kinds);
 }
 
 /*
@@ -134,7 +111,7 @@ queue_receive_is_fair(QueueMeta *q)
 		return false;
 	if (q->max_in_flight > 0 || (q->tenant_kinds & QUEUE_TENANTS_GROUPED))
 		return true;
-	kinds = tenant_kinds(q);
+	kinds = queue_tenant_kinds(q->id);
 	if (kinds < 0)
 		return true;
 	q->tenant_kinds |= (uint32) kinds;
@@ -145,16 +122,9 @@ static bool
 lock_tenant(QueueMeta *q, Datum group, bool isnull)
 {
 	LOCKTAG		tag;
-	uint32		hash = 0;
 
-	if (!isnull)
-	{
-		text	   *t = DatumGetTextPP(group);
-
-		hash = DatumGetUInt32(hash_any((unsigned char *) VARDATA_ANY(t),
-									   VARSIZE_ANY_EXHDR(t)));
-	}
-	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) q->id, hash, QUEUE_TENANT_LOCKTAG);
+	SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) q->id,
+						 isnull ? 0 : queue_group_hash(group), QUEUE_TENANT_LOCKTAG);
 	return LockAcquire(&tag, ExclusiveLock, false, true) != LOCKACQUIRE_NOT_AVAIL;
 }
 
@@ -173,6 +143,27 @@ typedef struct Candidate
 	bool		out;			/* not to lease from */
 } Candidate;
 
+/* Oldest head first. */
+static int
+candidate_head_cmp(const void *a, const void *b)
+{
+	const Candidate *x = a;
+	const Candidate *y = b;
+
+	if (x->head != y->head)
+		return x->head < y->head ? -1 : 1;
+	return (x->head_id > y->head_id) - (x->head_id < y->head_id);
+}
+
+/* x weighing wx before y weighing wy: lighter first, then oldest head. */
+static int
+weigh(const Candidate *x, int64 wx, const Candidate *y, int64 wy)
+{
+	if (wx != wy)
+		return wx < wy ? -1 : 1;
+	return candidate_head_cmp(x, y);
+}
+
 /* Lightest first (fewest in flight, not held), then oldest head. */
 static int
 candidate_lighter_cmp(const void *a, const void *b)
@@ -180,11 +171,7 @@ candidate_lighter_cmp(const void *a, const void *b)
 	const Candidate *x = a;
 	const Candidate *y = b;
 
-	if (x->base != y->base)
-		return x->base < y->base ? -1 : 1;
-	if (x->head != y->head)
-		return x->head < y->head ? -1 : 1;
-	return (x->head_id > y->head_id) - (x->head_id < y->head_id);
+	return weigh(x, x->base, y, y->base);
 }
 
 /*
@@ -208,10 +195,7 @@ share_batch(Candidate *c, int n, int want, int32 cap)
 			if (c[i].out || (cap > 0 && c[i].in_flight + c[i].quota >= cap))
 				continue;
 			if (best < 0 ||
-				c[i].base + c[i].quota < c[best].base + c[best].quota ||
-				(c[i].base + c[i].quota == c[best].base + c[best].quota &&
-				 (c[i].head < c[best].head ||
-				  (c[i].head == c[best].head && c[i].head_id < c[best].head_id))))
+				weigh(&c[i], c[i].base + c[i].quota, &c[best], c[best].base + c[best].quota) < 0)
 				best = i;
 		}
 		if (best < 0)
@@ -220,7 +204,7 @@ share_batch(Candidate *c, int n, int want, int32 cap)
 	}
 }
 
-/* Group ids sorted with their counts, for in_flight_of. */
+/* Group ids with their messages in flight, sorted by group id (window_candidates). */
 typedef struct GroupCount
 {
 	Datum		group;
@@ -248,17 +232,6 @@ candidate_pos_cmp(const void *a, const void *b)
 		if (c != 0)
 			return c;
 	}
-	return (x->head_id > y->head_id) - (x->head_id < y->head_id);
-}
-
-static int
-candidate_head_cmp(const void *a, const void *b)
-{
-	const Candidate *x = a;
-	const Candidate *y = b;
-
-	if (x->head != y->head)
-		return x->head < y->head ? -1 : 1;
 	return (x->head_id > y->head_id) - (x->head_id < y->head_id);
 }
 
@@ -387,7 +360,7 @@ all_candidates(QueueMeta *q, TimestampTz now, int want, Candidate **out)
 	Candidate  *c;
 
 	if (!(kinds & QUEUE_TENANTS_UNGROUPED))
-		kinds = tenant_kinds(q);
+		kinds = queue_tenant_kinds(q->id);
 	a[0] = TimestampTzGetDatum(now);
 	a[1] = TimestampTzGetDatum(now - q->retention);
 	a[2] = Int32GetDatum(want + 8);
@@ -539,7 +512,7 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	args[8] = BoolGetDatum(with_null);
 	args[9] = Int32GetDatum(null_quota);
 	args[10] = Int32GetDatum(q->max_receive_count);
-	args[11] = queue_int8_array(ndelivered, (int64 *) delivered);
+	args[11] = queue_int8_array(ndelivered, delivered);
 	args[12] = Int32GetDatum(count_bound);
 	args[13] = TimestampTzGetDatum(null_bound);
 	args[14] = BoolGetDatum(null_spare);

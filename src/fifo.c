@@ -78,8 +78,9 @@ queue_sort_unique_texts(Datum *vals, int n)
  */
 #define QUEUE_GROUP_LOCKTAG 7
 
-static uint32
-group_hash(Datum g)
+/* A group id's hash, the key of its locks (here and fair.c's tenant locks). */
+uint32
+queue_group_hash(Datum g)
 {
 	text	   *t = DatumGetTextPP(g);
 
@@ -110,7 +111,7 @@ sorted_group_keys(int ngroups, Datum *groups)
 
 	for (int i = 0; i < ngroups; i++)
 	{
-		keys[i].hash = group_hash(groups[i]);
+		keys[i].hash = queue_group_hash(groups[i]);
 		keys[i].index = i;
 	}
 	qsort(keys, ngroups, sizeof(GroupKey), group_key_cmp);

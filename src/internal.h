@@ -221,6 +221,7 @@ extern void queue_fifo_unlock_senders(int64 queue_id, int ngroups, Datum *groups
 extern int	queue_fifo_try_lock_senders(int64 queue_id, int ngroups, Datum *groups);
 extern void queue_fifo_add_moved_groups(QueueMeta *q, int ngroups, Datum *groups);
 extern int	queue_text_cmp(const void *a, const void *b);
+extern uint32 queue_group_hash(Datum group);
 extern int	queue_sort_unique_texts(Datum *vals, int n);
 extern int	queue_spi_groups(int col, Datum **groups);
 
@@ -403,7 +404,8 @@ extern void queue_note_wakeup(int64 queue_id);
 extern void queue_reset_counters(int64 queue_id);
 extern void queue_forget_counters(int64 queue_id);
 extern void queue_forget_counters_at_commit(int64 queue_id);
-extern void queue_note_tenants_at_commit(int64 queue_id, uint32 kinds);
+extern int	queue_tenant_kinds(int64 queue_id);
+extern uint32 queue_note_tenant_kinds(int64 queue_id, uint32 kinds);
 extern bool queue_counters_read(int64 queue_id, int64 *counts);
 extern void queue_note_arrival(int64 queue_id, int64 n);
 extern int64 queue_arrival_count(int64 queue_id);

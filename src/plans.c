@@ -88,16 +88,27 @@ typedef struct PlanSpec
 	"  FROM t WHERE t.g IS NOT NULL AND t.i < " limit ")"
 
 /*
+ * A tenant's messages in flight, counted up to limit, in its part of the
+ * tenants' index; and those of the messages without a group id, in the
+ * (store_id, visible_at) index.  $1 is now in every statement using them.
+ */
+#define IN_FLIGHT_OF(group, limit) \
+	"(SELECT count(*) FROM (SELECT FROM {q} m WHERE {S.m}m.message_group_id = " group \
+	"  AND m.visible_at > $1 AND m.receive_count > 0" \
+	"  ORDER BY m.message_group_id, m.visible_at LIMIT " limit ") z)"
+#define IN_FLIGHT_UNGROUPED(limit) \
+	"(SELECT count(*) FROM (SELECT FROM {q} m WHERE {S.m}m.visible_at > $1" \
+	"  AND m.message_group_id IS NULL AND m.receive_count > 0" \
+	"  ORDER BY m.visible_at LIMIT " limit ") z)"
+
+/*
  * A fair lease's share of the tenant without a group id ($10 messages,
  * within the bound $14), when the gate (a parameter) is on: first when
  * chosen ($9), last when a spare ($15).  See QP_FAIR_RECEIVE.
  */
 #define FAIR_NULL_LEASE(gate) \
 	"SELECT x.message_id, x.receive_count, NULL::text AS message_group_id" \
-	"  FROM (SELECT CASE WHEN $6 IS NULL THEN 0 ELSE (" \
-	"   SELECT count(*) FROM (SELECT FROM {q} m WHERE {S.m}m.visible_at > $1" \
-	"    AND m.message_group_id IS NULL AND m.receive_count > 0" \
-	"    ORDER BY m.visible_at LIMIT $13) z) END AS n) f" \
+	"  FROM (SELECT CASE WHEN $6 IS NULL THEN 0 ELSE " IN_FLIGHT_UNGROUPED("$13") " END AS n) f" \
 	"  CROSS JOIN LATERAL (SELECT m.message_id, m.receive_count FROM {q} m" \
 	"   WHERE {S.m}m.visible_at <= least($1, $14) AND m.sent_at > $4" \
 	"    AND m.message_group_id IS NULL AND m.message_id <> ALL ($12)" \
@@ -476,14 +487,10 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"  ORDER BY m.visible_at, m.message_id LIMIT $3)"
 		" SELECT w.message_group_id, w.visible_at, w.message_id, NULL::bigint FROM w"
 		" UNION ALL"
-		" SELECT d.g, NULL, NULL, (SELECT count(*) FROM (SELECT FROM {q} m"
-		"   WHERE {S.m}m.message_group_id = d.g AND m.visible_at > $1 AND m.receive_count > 0"
-		"   ORDER BY m.message_group_id, m.visible_at LIMIT $4) z)"
+		" SELECT d.g, NULL, NULL, " IN_FLIGHT_OF("d.g", "$4")
 		" FROM (SELECT DISTINCT w.message_group_id AS g FROM w WHERE w.message_group_id IS NOT NULL) d"
 		" UNION ALL"
-		" SELECT NULL, NULL, NULL, (SELECT count(*) FROM (SELECT FROM {q} m"
-		"   WHERE {S.m}m.visible_at > $1 AND m.message_group_id IS NULL AND m.receive_count > 0"
-		"   ORDER BY m.visible_at LIMIT $4) z)"
+		" SELECT NULL, NULL, NULL, " IN_FLIGHT_UNGROUPED("$4")
 		" WHERE EXISTS (SELECT FROM w WHERE w.message_group_id IS NULL)",
 		4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID}
 	},
@@ -504,9 +511,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" CROSS JOIN LATERAL (SELECT m.visible_at, m.message_id FROM {q} m"
 		"  WHERE {S.m}m.message_group_id = t.g AND m.visible_at <= $1 AND m.sent_at > $2"
 		"  ORDER BY m.message_group_id, m.visible_at, m.message_id LIMIT 1) h"
-		" CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT FROM {q} m"
-		"  WHERE {S.m}m.message_group_id = t.g AND m.visible_at > $1 AND m.receive_count > 0"
-		"  ORDER BY m.message_group_id, m.visible_at LIMIT $4) z) f"
+		" CROSS JOIN LATERAL (SELECT " IN_FLIGHT_OF("t.g", "$4") " AS n) f"
 		" WHERE t.g IS NOT NULL AND ($6 IS NULL OR f.n < $6)"
 		" UNION ALL"
 		" SELECT NULL, f.n, h.visible_at, h.message_id, w.bound"
@@ -516,9 +521,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" CROSS JOIN LATERAL (SELECT m.visible_at, m.message_id FROM {q} m"
 		"  WHERE {S.m}m.visible_at <= w.bound AND m.sent_at > $2 AND m.message_group_id IS NULL"
 		"  ORDER BY m.visible_at, m.message_id LIMIT 1) h"
-		" CROSS JOIN LATERAL (SELECT count(*) AS n FROM (SELECT FROM {q} m"
-		"  WHERE {S.m}m.visible_at > $1 AND m.message_group_id IS NULL AND m.receive_count > 0"
-		"  ORDER BY m.visible_at LIMIT $4) z) f"
+		" CROSS JOIN LATERAL (SELECT " IN_FLIGHT_UNGROUPED("$4") " AS n) f"
 		" WHERE $7 AND ($6 IS NULL OR f.n < $6)"
 		" ORDER BY 2, 3, 4 LIMIT $3",
 		7, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID, INT4OID, INT4OID, BOOLOID}
@@ -544,10 +547,8 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"  UNION ALL"
 		"  SELECT x.message_id, x.receive_count, x.message_group_id"
 		"  FROM unnest($7, $8) AS t(g, quota)"
-		"  CROSS JOIN LATERAL (SELECT CASE WHEN $6 IS NULL THEN 0 ELSE ("
-		"   SELECT count(*) FROM (SELECT FROM {q} m WHERE {S.m}m.message_group_id = t.g"
-		"    AND m.visible_at > $1 AND m.receive_count > 0 ORDER BY m.message_group_id, m.visible_at LIMIT $13) z)"
-		"   END AS n) f"
+		"  CROSS JOIN LATERAL (SELECT CASE WHEN $6 IS NULL THEN 0"
+		"   ELSE " IN_FLIGHT_OF("t.g", "$13") " END AS n) f"
 		"  CROSS JOIN LATERAL (SELECT m.message_id, m.receive_count, m.message_group_id"
 		"   FROM {q} m WHERE {S.m}m.message_group_id = t.g AND m.visible_at <= $1"
 		"    AND m.sent_at > $4 AND m.message_id <> ALL ($12)"

@@ -491,14 +491,40 @@ queue_count(int64 queue_id, int counter, int64 n)
 }
 
 /*
- * Sends to a queue that has no counter slot yet (made in this transaction)
- * carried these kinds of message (fair.c): noted in the slot its commit
- * makes.
+ * The kinds of message (QUEUE_TENANTS_*) a queue's sends carried, kept in
+ * its counter slot for fair.c; -1 without shared memory or a slot.
  */
-void
-queue_note_tenants_at_commit(int64 queue_id, uint32 kinds)
+int
+queue_tenant_kinds(int64 queue_id)
 {
-	pending_entry(queue_id)->tenants |= kinds;
+	QueueCounterEntry *e;
+
+	if (queue_shared == NULL)
+		return -1;
+	e = counter_entry(queue_id, false);
+	return e ? (int) pg_atomic_read_u32(&e->tenants) : -1;
+}
+
+/*
+ * A send carried these kinds: noted in the queue's slot now, or, for a
+ * queue that has none yet (made in this transaction), in the slot its
+ * commit makes.  Returns the kinds the slot holds now (kinds alone when
+ * that is at commit).
+ */
+uint32
+queue_note_tenant_kinds(int64 queue_id, uint32 kinds)
+{
+	QueueCounterEntry *e;
+
+	if (queue_shared == NULL)
+		return kinds;
+	e = counter_entry(queue_id, false);
+	if (e == NULL)
+	{
+		pending_entry(queue_id)->tenants |= kinds;
+		return kinds;
+	}
+	return pg_atomic_fetch_or_u32(&e->tenants, kinds) | kinds;
 }
 
 /* A dropped queue frees its counter slot when the drop commits. */
