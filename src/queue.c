@@ -35,6 +35,9 @@ static int	queue_sqs_workers = 2;
 static char *queue_sqs_database = NULL;
 static char *queue_sqs_account_id = NULL;
 static int	queue_sqs_max_connections = 10000;
+static int	queue_sqs_lock_timeout = 10;
+static int	queue_sqs_statement_timeout = 5000;
+static int	queue_sqs_request_memory = 65536;
 
 /*
  * The layout queue.create gives a queue when its call does not say
@@ -138,6 +141,27 @@ _PG_init(void)
 							&queue_sqs_max_connections,
 							10000, 16, 1000000,
 							PGC_POSTMASTER, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queue.sqs_lock_timeout",
+							"How long an SQS request waits for a lock before it is parked and tried again.",
+							"A request still blocked after 5 s of tries is answered ServiceUnavailable (503).",
+							&queue_sqs_lock_timeout,
+							10, 1, 10000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queue.sqs_statement_timeout",
+							"How long one SQS request's transaction may run before it is cancelled (ServiceUnavailable).",
+							NULL,
+							&queue_sqs_statement_timeout,
+							5000, 100, 3600000,
+							PGC_SIGHUP, GUC_UNIT_MS,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queue.sqs_request_memory",
+							"Request bodies each SQS endpoint worker may hold for all its connections together.",
+							"A body that would exceed it is refused before it is read (ServiceUnavailable, 503).",
+							&queue_sqs_request_memory,
+							65536, 4096, INT_MAX / 1024,
+							PGC_SIGHUP, GUC_UNIT_KB,
 							NULL, NULL, NULL);
 	queue_failed_init();
 	queue_consumer_init();

@@ -296,6 +296,15 @@ run_in_subxact(PlanKind k, Datum *values, const char *nulls, bool *result)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(oldcxt);
 		CurrentResourceOwner = oldowner;
+
+		/*
+		 * A lock wait or the request's time running out is the request's,
+		 * not the entry's: the whole request is retried or refused
+		 * (protocol.c's bounds).
+		 */
+		if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+			edata->sqlerrcode == ERRCODE_QUERY_CANCELED)
+			ReThrowError(edata);
 	}
 	PG_END_TRY();
 	return edata;

@@ -38,6 +38,7 @@
 #include "utils/jsonb.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
+#include "utils/timeout.h"
 
 #include "compat.h"
 #include "sqs.h"
@@ -942,6 +943,60 @@ valid_action_name(const char *s)
 }
 
 /*
+ * The bounds of one request's transaction (DESIGN.md "SQS API": no request
+ * of one role delays another's beyond a bound).  The workers serve every
+ * connection from one loop, so a statement that waits holds them all:
+ * a lock wait ends after queue.sqs_lock_timeout (the request is then tried
+ * again later by server.c, or answered ServiceUnavailable), and the whole
+ * transaction after queue.sqs_statement_timeout (ServiceUnavailable).
+ * Both are set here, at the transaction's own level, above the worker's
+ * pinned settings (elevated.c) and beyond the reach of any role's or the
+ * database's: the request runs none of their settings.
+ */
+static void
+request_bounds(void)
+{
+	const char *v;
+	char		lock_ms[32];
+	int			ms;
+
+	/* GetConfigOption's answer lives in a buffer the next call reuses */
+	v = GetConfigOption("queue.sqs_lock_timeout", true, false);
+	strlcpy(lock_ms, v ? v : "10", sizeof(lock_ms));
+	v = GetConfigOption("queue.sqs_statement_timeout", true, false);
+	ms = v ? atoi(v) : 5000;
+	(void) set_config_option("lock_timeout", lock_ms,
+							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
+							 true, 0, false);
+	if (ms > 0)
+		enable_timeout_after(STATEMENT_TIMEOUT, ms);
+}
+
+/*
+ * After the transaction: the timer goes, and a cancel it raised too late
+ * to be seen inside the transaction must not be seen by the worker's loop.
+ */
+static void
+request_bounds_end(void)
+{
+	disable_timeout(STATEMENT_TIMEOUT, false);
+	QueryCancelPending = false;
+}
+
+/*
+ * An SQS error answered without a transaction (server.c, before the body
+ * is read): in AWS JSON 1.0 when json, else Query's XML.
+ */
+void
+sqs_refuse(SqsResponse *resp, bool json, int err, const char *message,
+		   const char *request_id)
+{
+	resp->nheaders = 0;
+	add_header(resp, "x-amzn-RequestId", request_id);
+	error_answer(resp, json ? PROTO_JSON : PROTO_QUERY, err, message, request_id);
+}
+
+/*
  * Serve one request completely: never throws, never leaves a transaction
  * open; resp's body and headers are allocated in the caller's memory
  * context.
@@ -969,6 +1024,7 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 	resp->park_queue_id = 0;
 	resp->park_generation = 0;
 	resp->park_until = 0;
+	resp->lock_retry = false;
 	add_header(resp, "x-amzn-RequestId", request_id);
 
 	/* Which protocol, which action: nothing here can throw */
@@ -1031,6 +1087,7 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 
 		SetCurrentStatementStartTimestamp();
 		StartTransactionCommand();
+		request_bounds();
 		PushActiveSnapshot(GetTransactionSnapshot());
 		pgstat_report_activity(STATE_RUNNING, action);
 		if (SPI_connect() != SPI_OK_CONNECT)
@@ -1096,6 +1153,7 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 		AbortCurrentTransaction();
 	}
 	PG_END_TRY();
+	request_bounds_end();
 
 	MemoryContextSwitchTo(cxt);
 	pgstat_report_activity(STATE_IDLE, NULL);
@@ -1122,6 +1180,13 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 		}
 		else if ((err = sqs_fail_raised(edata)) != SQS_ERR_NONE)
 			message = edata->message;
+		else if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+		{
+			/* a lock held elsewhere: server.c may try again later */
+			err = SQS_PERR_UNAVAILABLE;
+			message = "The queue is busy; try again later.";
+			resp->lock_retry = true;
+		}
 		else
 			err = sql_error(edata, &message);
 		error_answer(resp, proto, err, message, request_id);

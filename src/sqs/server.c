@@ -65,6 +65,18 @@ void		_PG_init(void);
 #define SQS_RETRIES_PER_PASS	128
 /* libmicrohttpd's form parser's buffer: bounds a parameter's name */
 #define SQS_FORM_BUFFER			4096
+/*
+ * A request that met a lock (protocol.c: its transaction hit the short
+ * queue.sqs_lock_timeout) is parked and tried again after SQS_LOCK_RETRY_MS,
+ * doubling up to SQS_LOCK_RETRY_MAX_MS, for at most SQS_LOCK_RETRY_FOR_MS in
+ * all; then it is answered ServiceUnavailable (503), which the SDKs retry.
+ * At most SQS_LOCK_RETRIES_PER_PASS such tries per pass of the loop: each
+ * may wait out one lock timeout, and the other connections come first.
+ */
+#define SQS_LOCK_RETRY_MS		10
+#define SQS_LOCK_RETRY_MAX_MS	500
+#define SQS_LOCK_RETRY_FOR_MS	5000
+#define SQS_LOCK_RETRIES_PER_PASS 2
 
 /* queue.sqs_listen, parsed (the host is resolved in the worker) */
 typedef struct SqsListen
@@ -95,6 +107,7 @@ typedef struct SqsExchange
 	bool		started;		/* the access handler has seen the headers */
 	char	   *raw_uri;		/* as on the request line */
 	StringInfoData body;
+	size_t		reserved;		/* bytes of the worker's body budget held */
 	struct MHD_PostProcessor *form;
 	bool		form_bad;
 	bool		too_many_params;
@@ -115,6 +128,10 @@ typedef struct SqsExchange
 	bool		park_due;		/* woken before it slept: serve again now */
 	bool		closed;			/* the client closed its socket */
 	int			fd;
+	/* a request that met a lock: parked for its time, not its queue */
+	bool		lock_retry;
+	int			lock_tries;
+	TimestampTz lock_since;		/* its first lock timeout */
 } SqsExchange;
 
 /* How many parked requests of this worker watch one wait slot */
@@ -130,6 +147,13 @@ static MemoryContext sqs_requests_cxt;
 static dlist_head sqs_parked = DLIST_STATIC_INIT(sqs_parked);
 static int	sqs_nparked;
 static HTAB *sqs_slots;
+/*
+ * Request bodies: queue.sqs_request_memory (bytes) a worker may hold for
+ * all its connections together, and what they hold (a declared body is
+ * reserved whole before a byte of it is read; a chunked one as it comes).
+ */
+static size_t sqs_body_budget;
+static size_t sqs_body_reserved;
 static WaitEventSet *sqs_wes;
 static WaitEvent *sqs_events;
 static int	sqs_wes_size;
@@ -438,7 +462,8 @@ exchange_unpark(SqsExchange *ex)
 	ex->parked = false;
 	dlist_delete(&ex->park_node);
 	sqs_nparked--;
-	slot_release(ex->park_queue_id);
+	if (ex->park_queue_id != 0)
+		slot_release(ex->park_queue_id);
 	sqs_wes_stale = true;
 }
 
@@ -447,6 +472,9 @@ static void
 exchange_free(SqsExchange *ex)
 {
 	exchange_unpark(ex);
+	Assert(sqs_body_reserved >= ex->reserved);
+	sqs_body_reserved -= ex->reserved;
+	ex->reserved = 0;
 	if (ex->form != NULL)
 		MHD_destroy_post_processor(ex->form);
 	if (ex->answer != NULL)
@@ -544,6 +572,26 @@ exchange_fail(SqsExchange *ex, int status, const char *code, const char *message
 						 fault, code, message, ex->request_id);
 		exchange_answer(ex, status, "text/xml", body.data, body.len, NULL, 0);
 	}
+	MemoryContextSwitchTo(old);
+}
+
+/*
+ * An SQS error the server answers before sqs_handle (protocol.c builds it,
+ * in the request's protocol as far as the headers tell).
+ */
+static void
+exchange_refuse(SqsExchange *ex, int err, const char *message)
+{
+	MemoryContext old = MemoryContextSwitchTo(ex->cxt);
+	SqsResponse resp;
+	bool		json;
+
+	json = MHD_lookup_connection_value(ex->conn, MHD_HEADER_KIND, "X-Amz-Target") != NULL;
+	memset(&resp, 0, sizeof(resp));
+	initStringInfo(&resp.body);
+	sqs_refuse(&resp, json, err, message, ex->request_id);
+	exchange_answer(ex, resp.status, resp.content_type, resp.body.data, resp.body.len,
+					resp.headers, Min(resp.nheaders, lengthof(resp.headers)));
 	MemoryContextSwitchTo(old);
 }
 
@@ -652,24 +700,60 @@ exchange_start(SqsExchange *ex, const char *method)
 {
 	const char *length;
 	const char *ctype;
+	bool		chunked;
+	unsigned long long declared = 0;
 
 	ex->started = true;
 	ex->req.method = MemoryContextStrdup(ex->cxt, method ? method : "");
 	length = MHD_lookup_connection_value(ex->conn, MHD_HEADER_KIND,
 										 MHD_HTTP_HEADER_CONTENT_LENGTH);
+	chunked = MHD_lookup_connection_value(ex->conn, MHD_HEADER_KIND,
+										  MHD_HTTP_HEADER_TRANSFER_ENCODING) != NULL;
 	if (length != NULL)
 	{
 		char	   *end;
-		unsigned long long n;
 
 		errno = 0;
-		n = strtoull(length, &end, 10);
-		if (errno != 0 || n > SQS_MAX_BODY)
+		declared = strtoull(length, &end, 10);
+		if (errno != 0 || declared > SQS_MAX_BODY)
 		{
 			exchange_fail(ex, 413, "RequestEntityTooLarge",
 						  "the request body is larger than 4194304 bytes");
 			return exchange_queue(ex);
 		}
+	}
+
+	/*
+	 * A body is read only for a request that names a key (the Authorization
+	 * header, or X-Amz-Credential in a presigned query): nothing of an
+	 * anonymous one is buffered past its headers.  The signature itself
+	 * needs the body (SigV4 signs its hash), so a named key is all that can
+	 * be asked for here; the budget below bounds what such requests hold.
+	 */
+	if ((declared > 0 || chunked) &&
+		MHD_lookup_connection_value(ex->conn, MHD_HEADER_KIND, "Authorization") == NULL &&
+		MHD_lookup_connection_value(ex->conn, MHD_GET_ARGUMENT_KIND, "X-Amz-Credential") == NULL)
+	{
+		exchange_refuse(ex, SQS_ERR_MISSING_AUTHENTICATION_TOKEN,
+						"Request is missing Authentication Token");
+		return exchange_queue(ex);
+	}
+
+	/*
+	 * The worker's budget for bodies: a declared body is reserved whole
+	 * now, or refused with ServiceUnavailable (the SDKs retry it) before a
+	 * byte of it is read; a chunked one is reserved as it arrives.
+	 */
+	if (declared > 0)
+	{
+		if (sqs_body_reserved + declared > sqs_body_budget)
+		{
+			exchange_refuse(ex, SQS_PERR_UNAVAILABLE,
+							"The endpoint is reading too many request bodies; try again later.");
+			return exchange_queue(ex);
+		}
+		ex->reserved = declared;
+		sqs_body_reserved += declared;
 	}
 	initStringInfo(&ex->body);
 
@@ -696,6 +780,16 @@ exchange_body(SqsExchange *ex, const char *data, size_t size)
 	 */
 	if ((size_t) ex->body.len + size > SQS_MAX_BODY)
 		return MHD_NO;
+	if ((size_t) ex->body.len + size > ex->reserved)
+	{
+		/* chunked, or more than declared: reserve what is new, or close */
+		size_t		more = (size_t) ex->body.len + size - ex->reserved;
+
+		if (sqs_body_reserved + more > sqs_body_budget)
+			return MHD_NO;
+		ex->reserved += more;
+		sqs_body_reserved += more;
+	}
 	appendBinaryStringInfo(&ex->body, data, size);
 	if (ex->form != NULL && !ex->form_bad && !ex->too_many_params &&
 		MHD_post_process(ex->form, data, size) != MHD_YES)
@@ -842,6 +936,31 @@ exchange_serve(SqsExchange *ex)
 		exchange_fail(ex, 500, "InternalError", "internal error");
 		return true;
 	}
+	if (ex->resp.lock_retry)
+	{
+		/* it met a lock: park it for a while, unless it has waited enough */
+		TimestampTz now = GetCurrentTimestamp();
+
+		if (!ex->lock_retry)
+		{
+			ex->lock_since = now;
+			ex->lock_tries = 0;
+		}
+		if (!TimestampDifferenceExceeds(ex->lock_since, now, SQS_LOCK_RETRY_FOR_MS))
+		{
+			int			ms = SQS_LOCK_RETRY_MS << Min(ex->lock_tries, 8);
+
+			ex->lock_tries++;
+			ex->lock_retry = true;
+			ex->resp.park = true;
+			ex->resp.park_queue_id = 0;
+			ex->resp.park_generation = 0;
+			ex->resp.park_until = TimestampTzPlusMilliseconds(now, Min(ms, SQS_LOCK_RETRY_MAX_MS));
+			return false;
+		}
+		/* answered with the ServiceUnavailable protocol.c built */
+	}
+	ex->lock_retry = false;
 	if (ex->resp.park)
 		return false;
 	exchange_answer(ex, ex->resp.status, ex->resp.content_type,
@@ -871,23 +990,31 @@ exchange_park(SqsExchange *ex)
 		ex->closed = false;
 		sqs_nparked++;
 		sqs_wes_stale = true;
-		slot_acquire(ex->resp.park_queue_id);
+		if (ex->resp.park_queue_id != 0)
+			slot_acquire(ex->resp.park_queue_id);
 	}
 	else
 	{
 		dlist_delete(&ex->park_node);
 		if (ex->park_queue_id != ex->resp.park_queue_id)
 		{
-			slot_release(ex->park_queue_id);
-			slot_acquire(ex->resp.park_queue_id);
+			if (ex->park_queue_id != 0)
+				slot_release(ex->park_queue_id);
+			if (ex->resp.park_queue_id != 0)
+				slot_acquire(ex->resp.park_queue_id);
 		}
 	}
 	dlist_push_tail(&sqs_parked, &ex->park_node);
 	ex->park_queue_id = ex->resp.park_queue_id;
 	ex->park_generation = ex->resp.park_generation;
 	ex->park_until = ex->resp.park_until;
-	queue_wait_watch(sqs_index, ex->park_queue_id, true);
-	ex->park_due = queue_wait_generation_of(ex->park_queue_id) != ex->park_generation;
+	/* queue 0: a lock retry, due at its time only */
+	ex->park_due = false;
+	if (ex->park_queue_id != 0)
+	{
+		queue_wait_watch(sqs_index, ex->park_queue_id, true);
+		ex->park_due = queue_wait_generation_of(ex->park_queue_id) != ex->park_generation;
+	}
 
 	/* what the call allocated is not needed while it waits */
 	memset(&ex->resp, 0, sizeof(ex->resp));
@@ -988,6 +1115,7 @@ sqs_serve_parked(void)
 	dlist_mutable_iter it;
 	TimestampTz now = GetCurrentTimestamp();
 	int			budget = SQS_RETRIES_PER_PASS;
+	int			lock_budget = SQS_LOCK_RETRIES_PER_PASS;
 	int			seen = 0;
 	int			total = sqs_nparked;
 
@@ -1006,9 +1134,10 @@ sqs_serve_parked(void)
 		}
 		expired = now >= ex->park_until;
 		if (!expired && !ex->park_due &&
-			queue_wait_generation_of(ex->park_queue_id) == ex->park_generation)
+			(ex->park_queue_id == 0 ||
+			 queue_wait_generation_of(ex->park_queue_id) == ex->park_generation))
 			continue;
-		if (budget-- <= 0)
+		if (budget-- <= 0 || (ex->lock_retry && lock_budget-- <= 0))
 		{
 			ex->park_due = true;
 			continue;
@@ -1097,7 +1226,8 @@ sqs_next_timeout(void)
 		long		ms;
 
 		if (ex->park_due || ex->closed ||
-			queue_wait_generation_of(ex->park_queue_id) != ex->park_generation)
+			(ex->park_queue_id != 0 &&
+			 queue_wait_generation_of(ex->park_queue_id) != ex->park_generation))
 			return 0;
 		if (now == 0)
 			now = GetCurrentTimestamp();
@@ -1135,6 +1265,17 @@ static void
 sqs_at_exit(int code, Datum arg)
 {
 	queue_wait_watcher_detach(DatumGetInt32(arg));
+}
+
+/* queue.sqs_request_memory (kB): the bytes of bodies a worker may hold */
+static void
+sqs_read_budget(void)
+{
+	const char *v = GetConfigOption("queue.sqs_request_memory", true, false);
+
+	sqs_body_budget = (size_t) (v ? atoi(v) : 65536) * 1024;
+	if (sqs_body_budget < SQS_MAX_BODY)
+		sqs_body_budget = SQS_MAX_BODY;
 }
 
 /* Open files: 10,000 connections need far more than the usual soft limit. */
@@ -1259,6 +1400,7 @@ queue_sqs_main(Datum main_arg)
 	sqs_slots = hash_create("queue sqs watched slots", 64, &ctl,
 							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 
+	sqs_read_budget();
 	listen = GetConfigOption("queue.sqs_listen", false, false);
 	max_connections = atoi(GetConfigOption("queue.sqs_max_connections", false, false));
 	sqs_raise_fd_limit(max_connections);
@@ -1299,6 +1441,7 @@ queue_sqs_main(Datum main_arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
+			sqs_read_budget();
 		}
 		sqs_serve_parked();
 		MHD_run(sqs_daemon);

@@ -22,7 +22,13 @@
  *	  the signed headers' names joined by ';'
  *	  hex SHA-256 of the body, or the signed x-amz-content-sha256's value
  *		  (checked against the body unless it is UNSIGNED-PAYLOAD, which only
- *		  a presigned request may use, as AWS's presigned URLs do)
+ *		  a presigned request without a body may use, as AWS's presigned
+ *		  URLs do)
+ *
+ * A presigned request authorises only what it signed: no body under
+ * UNSIGNED-PAYLOAD, and an X-Amz-Target header (which names the action)
+ * only among its signed headers.  A verified key works only while its role
+ * may log in (LOGIN, VALID UNTIL not past), as psql would.
  *
  * The string to sign and the key derivation (HMAC-SHA-256 chain "AWS4" +
  * secret -> date -> region -> "sqs" -> "aws4_request") are AWS's; the
@@ -41,10 +47,12 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
+#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
+#include "utils/syscache.h"
 
 #include "compat.h"
 #include "sqs.h"
@@ -659,6 +667,33 @@ check_time(const SigClaim *claim, TimestampTz now)
 	}
 }
 
+/*
+ * The key's role must be one that may log in now: LOGIN, and its VALID
+ * UNTIL (when set) not past.  ALTER ROLE ... NOLOGIN or an expired
+ * password locks a role out of psql, and so out of the endpoint too.
+ */
+static void
+role_may_log_in(Oid role, TimestampTz now)
+{
+	HeapTuple	tup;
+	bool		isnull;
+	bool		may = false;
+
+	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(role));
+	if (HeapTupleIsValid(tup))
+	{
+		Form_pg_authid form = (Form_pg_authid) GETSTRUCT(tup);
+		Datum		until = SysCacheGetAttr(AUTHOID, tup, Anum_pg_authid_rolvaliduntil,
+											&isnull);
+
+		may = form->rolcanlogin && (isnull || DatumGetTimestampTz(until) >= now);
+		ReleaseSysCache(tup);
+	}
+	if (!may)
+		sqs_fail(SQS_ERR_INVALID_CLIENT_TOKEN_ID,
+				 "The security token included in the request is invalid.");
+}
+
 /* The key's role and secret; InvalidClientTokenId when there is none. */
 static char *
 lookup_secret(const char *key_id, Oid *role)
@@ -875,6 +910,7 @@ sqs_verify(const SqsRequest *req, TimestampTz now, SqsAuth *auth)
 	Oid			role;
 	unsigned char signing_key[SIGV4_SHA256_LEN];
 	bool		ok = false;
+	bool		unsigned_payload = false;
 	int			i;
 
 	memset(&claim, 0, sizeof(claim));
@@ -1001,11 +1037,39 @@ sqs_verify(const SqsRequest *req, TimestampTz now, SqsAuth *auth)
 		sign_canonical(canonical.data, canonical.len, &claim, signing_key,
 					   expected);
 		if (signature_equal(expected, claim.signature))
+		{
 			ok = true;
+			unsigned_payload = strcmp(hashes[i], SIGV4_UNSIGNED_PAYLOAD) == 0;
+		}
 	}
 	explicit_bzero(signing_key, sizeof(signing_key));
 	if (!ok)
 		sqs_fail(SQS_ERR_SIGNATURE_DOES_NOT_MATCH, "%s", sig_message);
+
+	/*
+	 * A presigned request authorises what it signed, nothing more: with
+	 * UNSIGNED-PAYLOAD it carries no body (whose form parameters would
+	 * join the signed query's), and an X-Amz-Target header, which names
+	 * the action, must be among its signed headers.  Otherwise a URL
+	 * presigned for one action would serve as any other of its key.
+	 */
+	if (claim.presigned)
+	{
+		bool		target_signed = false;
+
+		if (unsigned_payload && req->body_len > 0)
+			sqs_fail(SQS_ERR_SIGNATURE_DOES_NOT_MATCH,
+					 "A presigned request signed with UNSIGNED-PAYLOAD cannot carry a body: put its parameters in the signed query string.");
+		for (i = 0; i < claim.nsigned; i++)
+			if (strcmp(claim.signed_names[i], "x-amz-target") == 0)
+				target_signed = true;
+		if (!target_signed && sqs_header(req, "x-amz-target") != NULL)
+			sqs_fail(SQS_ERR_SIGNATURE_DOES_NOT_MATCH,
+					 "The X-Amz-Target header of a presigned request must be among its signed headers.");
+	}
+
+	/* A key works only while its role may log in (pg_authid, as a login) */
+	role_may_log_in(role, now);
 
 	auth->role = role;
 	strlcpy(auth->access_key_id, claim.key_id, sizeof(auth->access_key_id));

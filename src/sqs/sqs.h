@@ -90,6 +90,9 @@ typedef struct SqsResponse
 	int64		park_queue_id;
 	uint64		park_generation;
 	TimestampTz park_until;
+	bool		lock_retry;		/* it met a lock (queue.sqs_lock_timeout):
+								 * the answer is ServiceUnavailable, which
+								 * server.c may instead try again later */
 } SqsResponse;
 
 /*
@@ -162,6 +165,9 @@ extern const char *sqs_header(const SqsRequest *req, const char *lname);
  * transactions; never throws: every failure becomes an SQS error answer).
  */
 extern void sqs_handle(const SqsRequest *req, SqsResponse *resp);
+/* An SQS error answered before sqs_handle (JSON when json, else Query XML) */
+extern void sqs_refuse(SqsResponse *resp, bool json, int err,
+					   const char *message, const char *request_id);
 
 /*
  * Raise an SQS error from actions.c or sigv4.c (wire.c): an ereport(ERROR)

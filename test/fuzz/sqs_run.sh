@@ -116,7 +116,7 @@ as_pg "${PSQL[@]}" -d postgres -c 'CREATE DATABASE fuzz'
 as_pg "${PSQL[@]}" >/dev/null <<'SQL'
 SET client_min_messages = warning;
 CREATE EXTENSION queue;
-CREATE ROLE fz_app;
+CREATE ROLE fz_app LOGIN;
 CREATE ROLE fz_admin SUPERUSER;
 GRANT USAGE ON SCHEMA queue TO fz_app;
 GRANT CREATE ON DATABASE fuzz TO fz_app;

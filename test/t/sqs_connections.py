@@ -105,7 +105,10 @@ sockets_before = worker_sockets()
 
 # Open them all.
 partial_head = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Ty"
+# (it names a key: the body of a request that names none is never read)
 partial_body = b"POST / HTTP/1.1\r\nHost: x\r\nContent-Type: application/x-amz-json-1.0\r\n" \
+    b"Authorization: AWS4-HMAC-SHA256 Credential=AKIDHALFBODY/20260101/us-east-1/sqs/aws4_request, " \
+    b"SignedHeaders=host, Signature=00\r\n" \
     b"X-Amz-Target: AmazonSQS.ListQueues\r\nContent-Length: 100\r\n\r\n{\"Qu"
 held = []
 t0 = time.monotonic()
