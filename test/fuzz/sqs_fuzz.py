@@ -13,7 +13,11 @@ malformed HTTP over a socket (bad request lines and headers, huge
 headers, chunked oddities, garbage); several requests pipelined on one
 connection; a request sent slowly byte by byte, or half sent and closed,
 or half sent and left open; a body over the cap; a long poll whose client
-leaves before a message comes.
+leaves before a message comes; an unsigned request declaring a large body
+(refused 403 at its headers); a URL presigned for ListQueues replayed with
+an unsigned body or X-Amz-Target (never served); a send to a queue whose
+lock a SQL session holds for a while (200 or ServiceUnavailable, and a
+ListQueues meanwhile answered in under 1 s).
 
 Checked after each: every answer is well-formed HTTP/1.1; an API answer's
 status is 200, 400, 403, 404 or 413 (503 only as ServiceUnavailable;
@@ -1028,8 +1032,99 @@ def clean_lp(proto):
     return build("POST", "/", headers, body)
 
 
+def op_unsigned_body():
+    """An unsigned request declaring a large body, sent in part: refused
+    (403 MissingAuthenticationToken) at its headers, before the body."""
+    size = rng.choice([1024, 65536, 1 << 20, 4 << 20])
+    proto = rng.choice(["json", "query"])
+    headers = {"Host": HOST, "Content-Length": str(size)}
+    if proto == "json":
+        headers.update({"Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": "AmazonSQS.SendMessage"})
+    else:
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+
+    def run():
+        c = Conn()
+        try:
+            c.send(build("POST", "/", headers, b"") + b"x" * min(size // 2, 4096))
+            r = c.read_response(allow_close=True)
+            if r is None or r.status != 403:
+                raise Violation("an unsigned %d-byte body got %s, not 403 at its headers" %
+                                (size, r.status if r else "no answer"))
+        finally:
+            c.close()
+    return "unsigned %s body of %d bytes" % (proto, size), run
+
+
+def op_presigned_replay():
+    """A URL presigned for ListQueues, replayed with what it did not sign:
+    a body naming another action, an unsigned X-Amz-Target."""
+    url, h = sign("GET", "http://%s/?Action=ListQueues&Version=2012-11-05" % HOST, {"Host": HOST}, b"",
+                  presign=True)
+    pq = url[len("http://%s" % HOST):]
+    mode = rng.choice(["json_body", "form_body", "target"])
+    headers = {"Host": HOST}
+    body = b""
+    method = "POST"
+    if mode == "json_body":
+        headers.update({"Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": "AmazonSQS.PurgeQueue"})
+        body = json.dumps({"QueueUrl": BASE + "fz_std"}).encode()
+    elif mode == "form_body":
+        headers["Content-Type"] = "application/x-www-form-urlencoded"
+        body = ("Action=PurgeQueue&QueueUrl=" + urllib.parse.quote(BASE + "fz_std", safe="")).encode()
+    else:
+        method = "GET"
+        headers["X-Amz-Target"] = rng.choice(["AmazonSQS.PurgeQueue", "AmazonSQS.ListQueues"])
+    data = build(method, pq, headers, body)
+
+    def run():
+        c = Conn()
+        try:
+            c.send(data)
+            r = c.read_response(allow_close=True)
+            if r is not None and r.status == 200:
+                raise Violation("a presigned ListQueues replayed with an unsigned %s was served" % mode)
+        finally:
+            c.close()
+    return "presigned replay %s" % mode, run
+
+
+def op_locked():
+    """A lock held in SQL on a queue while requests to it arrive: they are
+    answered 200 once it is gone or 503 ServiceUnavailable, and a request
+    to another queue is answered in under 1 s meanwhile."""
+    hold = rng.choice([0.3, 1.0, 2.0])
+    proto = rng.choice(["json", "query"])
+    send, sproto = signed_simple("SendMessage", proto=proto,
+                                 inp={"QueueUrl": BASE + "fz_lock", "MessageBody": "locked"})
+
+    def run():
+        locker = subprocess.Popen([PSQL, "-X", "-Atq", "-v", "ON_ERROR_STOP=1", "-c",
+                                   "BEGIN; SELECT queue.purge('fz_lock'); SELECT pg_sleep(%s); COMMIT;" % hold],
+                                  stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            time.sleep(0.15)
+            c = Conn()
+            try:
+                c.send(send)
+                t0 = time.monotonic()
+                health()
+                took = time.monotonic() - t0
+                if took > 1.0:
+                    raise Violation("a ListQueues took %.2f s while a lock was held on another queue" % took)
+                r = c.read_response(timeout=30)
+                if r is None or not (r.status == 200 or (r.status == 503 and "ServiceUnavailable" in r.body)):
+                    raise Violation("a send to a locked queue got %s" % (r.status if r else "no answer"))
+            finally:
+                c.close()
+        finally:
+            locker.wait(timeout=60)
+    return "send to a queue locked for %.1f s (%s)" % (hold, sproto), run
+
+
 OPS = [(op_api, 50), (op_garbage_body, 6), (op_badsig, 8), (op_raw, 14), (op_pipeline, 4),
-       (op_slow, 6), (op_oversize, 1), (op_longpoll_drop, 2)]
+       (op_slow, 6), (op_oversize, 1), (op_longpoll_drop, 2), (op_unsigned_body, 2),
+       (op_presigned_replay, 2), (op_locked, 2)]
 
 # ------------------------------------------------------------- checkers
 

@@ -117,7 +117,7 @@ as_pg "${PSQL[@]}" >/dev/null <<'SQL'
 SET client_min_messages = warning;
 CREATE EXTENSION queue;
 CREATE ROLE fz_app LOGIN;
-CREATE ROLE fz_admin SUPERUSER;
+CREATE ROLE fz_admin SUPERUSER LOGIN;
 GRANT USAGE ON SCHEMA queue TO fz_app;
 GRANT CREATE ON DATABASE fuzz TO fz_app;
 SELECT queue.create('fz_std');
@@ -126,6 +126,7 @@ SELECT queue.create('fz_small', max_message_size => 10, visibility_timeout => '0
 SELECT queue.create('fz_dlq');
 SELECT queue.create('fz_src', dead_letter_queue => 'fz_dlq', max_receive_count => 2, visibility_timeout => '0');
 SELECT queue.create('fz_lp');
+SELECT queue.create('fz_lock');
 SELECT queue.grant('fz_std', 'fz_app', '{send, receive}');
 SELECT queue.grant('fz_fifo.fifo', 'fz_app', '{receive}');
 SELECT queue.grant('fz_dlq', 'fz_app', '{manage}');
