@@ -1065,7 +1065,7 @@ def op_presigned_replay():
     mode = rng.choice(["json_body", "form_body", "target"])
     headers = {"Host": HOST}
     body = b""
-    method = "POST"
+    method = "GET"          # the method it was signed for: only the rest differs
     if mode == "json_body":
         headers.update({"Content-Type": "application/x-amz-json-1.0", "X-Amz-Target": "AmazonSQS.PurgeQueue"})
         body = json.dumps({"QueueUrl": BASE + "fz_std"}).encode()
@@ -1073,7 +1073,6 @@ def op_presigned_replay():
         headers["Content-Type"] = "application/x-www-form-urlencoded"
         body = ("Action=PurgeQueue&QueueUrl=" + urllib.parse.quote(BASE + "fz_std", safe="")).encode()
     else:
-        method = "GET"
         headers["X-Amz-Target"] = rng.choice(["AmazonSQS.PurgeQueue", "AmazonSQS.ListQueues"])
     data = build(method, pq, headers, body)
 

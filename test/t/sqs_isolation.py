@@ -24,10 +24,11 @@ phase prints one JSON object on stdout:
         and the private memory (kB) of the workers PIDS (comma-separated)
         before and while the connections are held
     presigned QUEUE
-        a URL presigned for ListQueues (UNSIGNED-PAYLOAD, host signed):
-        plain (ok), replayed with an unsigned X-Amz-Target and a JSON body
-        naming another action, with a form body naming another action,
-        with an unsigned X-Amz-Target and no body; each status and code
+        a GET URL presigned for ListQueues (UNSIGNED-PAYLOAD, host signed):
+        plain (ok), replayed (GET, as signed) with an unsigned X-Amz-Target
+        and a JSON body naming PurgeQueue, with a form body naming
+        PurgeQueue, with an unsigned X-Amz-Target and no body; each status
+        and code
     start_move SOURCE_ARN DEST_ARN
         the hostile role's StartMessageMoveTask: its status and time
 """
@@ -226,11 +227,11 @@ def main():
         path = url[len("http://%s" % host):]
         tries = {
             "plain": ("GET", {}, None),
-            "target_json_body": ("POST", {
+            "target_json_body": ("GET", {
                 "X-Amz-Target": "AmazonSQS.PurgeQueue",
                 "Content-Type": "application/x-amz-json-1.0"},
                 json.dumps({"QueueUrl": queue_url(queue)})),
-            "form_body": ("POST", {
+            "form_body": ("GET", {
                 "Content-Type": "application/x-www-form-urlencoded"},
                 urllib.parse.urlencode({"Action": "PurgeQueue",
                                         "QueueUrl": queue_url(queue)})),
