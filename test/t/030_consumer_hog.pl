@@ -152,6 +152,33 @@ ok(defined seconds_until('postgres',
 		"SELECT receive_count >= 1 FROM queue.peek('hq2')", 20),
 	'its message is still there, counted as received');
 
+# --- a handler that lets the cancel through: the process leaves politely ----
+sql(q(
+CREATE FUNCTION public.sleepy(msgs queue.message[]) RETURNS void LANGUAGE sql AS $$
+	SELECT pg_catalog.pg_sleep(60)
+$$;
+GRANT EXECUTE ON FUNCTION public.sleepy(queue.message[]) TO PUBLIC;
+SET ROLE hogger;
+SELECT queue.create('pq');
+SELECT count(*) FROM queue.send('pq', 'p'::text);
+SELECT queue.create_consumer('polite', 'pq', 'public.sleepy(queue.message[])');
+));
+ok(defined seconds_until('postgres',
+		"SELECT count(*) = 1 FROM pg_stat_activity WHERE application_name = 'polite' AND wait_event = 'PgSleep'", 20),
+	'a consumer whose handler sleeps is in its handler');
+sql("SET ROLE hogger; SELECT queue.pause_consumer('polite')");
+ok(defined seconds_until('postgres',
+		"SELECT count(*) = 0 FROM pg_stat_activity WHERE application_name = 'polite'", 20),
+	'paused, it leaves');
+like(slurp_file($node->logfile),
+	qr/queue consumer "polite": batch of 1 messages cancelled: the consumer was dropped or paused/,
+	'its batch was cancelled, not its process terminated');
+is(sql("SELECT state, failed, last_error IS NULL FROM queue.consumers WHERE consumer_name = 'polite'"),
+	'paused|0|t', 'which is no failure of the consumer');
+ok(defined seconds_until('postgres', "SELECT receive_count = 1 FROM queue.peek('pq')", 20),
+	'its message is there, its receive counted');
+sql("SET ROLE hogger; SELECT queue.drop_consumer('polite')");
+
 # --- drop: its processes are gone within seconds ----------------------------
 sql("SET ROLE hogger; SELECT queue.resume_consumer('hog')");
 ok(defined seconds_until('postgres', hog_processes() . " = 7", 20), 'resumed, the hog runs 7 processes again');
