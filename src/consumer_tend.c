@@ -11,9 +11,12 @@
  * starts the processes that are missing (concurrency per consumer, at
  * most queue.max_consumer_processes in the cluster, one slot each in
  * shared memory) and tells those whose consumer was dropped or paused to
- * leave.  A process that dies is started again by the next pass, at most
- * once per CONSUMER_RESTART_MS per consumer.  The worker runs only on a
- * primary, so consumers pause on a hot standby and start on promotion.
+ * leave.  Those that overstay (a handler that swallows its
+ * statement_timeout, or ignores the stop) it ends with SIGTERM
+ * (end_overstayers).  A process that dies is started again by the next
+ * pass, at most once per CONSUMER_RESTART_MS per consumer.  The worker
+ * runs only on a primary, so consumers pause on a hot standby and start on
+ * promotion.
  *
  *-------------------------------------------------------------------------
  */
@@ -511,7 +514,10 @@ end_overstayers(QueueConsumerSlot *s, TimestampTz now)
 	{
 		kill(s->pid, SIGINT);	/* polite: the batch rolls back, it leaves */
 		s->cancel_at = now;
-		return AT(now, CONSUMER_STOP_GRACE_MS);
+		due = AT(now, CONSUMER_STOP_GRACE_MS);
+		if (overrun_at != 0)
+			DUE(overrun_at);
+		return due;
 	}
 	else if (in_handler && dropped_or_paused && now >= AT(s->cancel_at, CONSUMER_STOP_GRACE_MS))
 		snprintf(why, sizeof(why), "%s: process terminated",

@@ -11,7 +11,9 @@
  * queue.receive(..., wait => '5 s') -- which sleeps on the queue's
  * condition variable and is woken by a committing send, like any long
  * poll -- calls the handler with them under a statement_timeout of the
- * queue's visibility timeout, deletes them and commits.  An error rolls
+ * queue's visibility timeout (noted in its slot: the queue worker
+ * terminates a process whose handler swallows that cancel,
+ * consumer_tend.c), deletes them and commits.  An error rolls
  * all of it back, is recorded in shared memory (queue.consumers), and
  * failed.c brings the messages back after the consumer's retry delay.
  * When the handler fails on a batch of several, that rollback counts none
