@@ -11,9 +11,12 @@
  * starts the processes that are missing (concurrency per consumer, at
  * most queue.max_consumer_processes in the cluster, one slot each in
  * shared memory) and tells those whose consumer was dropped or paused to
- * leave.  A process that dies is started again by the next pass, at most
- * once per CONSUMER_RESTART_MS per consumer.  The worker runs only on a
- * primary, so consumers pause on a hot standby and start on promotion.
+ * leave.  Those that overstay (a handler that swallows its
+ * statement_timeout, or ignores the stop) it ends with SIGTERM
+ * (end_overstayers).  A process that dies is started again by the next
+ * pass, at most once per CONSUMER_RESTART_MS per consumer.  The worker
+ * runs only on a primary, so consumers pause on a hot standby and start on
+ * promotion.
  *
  *-------------------------------------------------------------------------
  */
@@ -42,6 +45,21 @@
 #define CONSUMER_RESTART_MS			1000
 #define CONSUMER_START_GRACE_MS		30000	/* a claimed slot's process must run by then */
 #define CONSUMER_HOLD_MS			10000	/* after DROP EXTENSION, DROP DATABASE */
+
+/*
+ * A handler call that outlives its statement_timeout (the visibility
+ * timeout) by CONSUMER_OVERRUN_MARGIN_MS has ignored the cancel: its
+ * process is terminated.  A process told to stop because its consumer was
+ * dropped or paused has its batch cancelled, and is terminated when it has
+ * not left CONSUMER_STOP_GRACE_MS later; one over its consumer's fair
+ * share may finish its batch for CONSUMER_SHARE_GRACE_MS; one told to stop
+ * outside a handler call gets the long poll of its receive
+ * (CONSUMER_POLL_MS) on top.  See end_overstayers.
+ */
+#define CONSUMER_OVERRUN_MARGIN_MS	2000
+#define CONSUMER_STOP_GRACE_MS		2000
+#define CONSUMER_SHARE_GRACE_MS		5000
+#define CONSUMER_POLL_MS			5000	/* consumer_worker.c's CONSUMER_WAIT */
 
 /*
  * DROP DATABASE and friends (worker.c) stop a database's consumer
@@ -80,8 +98,13 @@ queue_consumers_stop_db(Oid dbid)
 		if (s->dbid != dbid)
 			continue;
 		s->stop = true;
+		s->stop_why = QUEUE_CONSUMER_STOP_DROPPED;
+		s->stop_at = now;
 		if (s->pid != 0)
+		{
 			kill(s->pid, SIGTERM);
+			s->terminated = true;
+		}
 	}
 	LWLockRelease(queue_consumer_shared->lock);
 }
@@ -407,22 +430,159 @@ set_waiting(ConsumerRow *row, const char *why, bool lasting)
 }
 
 /*
- * One pass of the database's worker: start the consumer processes that
- * are missing, tell the unwanted ones to leave.  The worker's transaction
- * of each pass has taken in invalidations already.
+ * Tell a slot's process to leave at its batch's end, and note when and
+ * why (the first time; a dropped or paused consumer's reason replaces the
+ * fair share's, and its grace starts then).  Lock held exclusive.
  */
-void
+static void
+tell_to_stop(QueueConsumerSlot *s, char why, TimestampTz now)
+{
+	if (s->stop && (s->stop_why == why || why == QUEUE_CONSUMER_STOP_SHARE ||
+					s->stop_why == QUEUE_CONSUMER_STOP_DROPPED))
+		return;
+	s->stop = true;
+	s->stop_why = why;
+	s->stop_at = now;
+}
+
+/* ms as seconds, for a person: "30 s", "2.5 s". */
+static char *
+seconds(int64 ms)
+{
+	if (ms % 1000 == 0)
+		return psprintf(INT64_FORMAT " s", ms / 1000);
+	return psprintf("%.1f s", (double) ms / 1000.0);
+}
+
+/*
+ * A consumer process that overstays is ended with SIGTERM, which a handler
+ * cannot catch (die(): FATAL at its next interrupt check, where a cancel
+ * is an ERROR that PL/pgSQL's EXCEPTION WHEN query_canceled swallows).
+ * Its batch rolls back like any other: each message's receive counts
+ * (failed.c: the abort at the process's exit settles its entries), and
+ * the next pass starts a clean process if one is wanted.  It overstays
+ * when:
+ *
+ *	- its handler call ran CONSUMER_OVERRUN_MARGIN_MS past its
+ *	  statement_timeout (the visibility timeout: the batch's lease), which
+ *	  it must have swallowed;
+ *	- its consumer was dropped or paused: a batch past its receive is
+ *	  cancelled at once (a handler that lets the cancel through rolls back
+ *	  and the process leaves), and the process terminated
+ *	  CONSUMER_STOP_GRACE_MS after that cancel, or at the first rule's
+ *	  time if that comes first (the reason given is then the stop's);
+ *	- it is over its consumer's fair share: its batch may run for
+ *	  CONSUMER_SHARE_GRACE_MS after the stop (a newcomer waits no
+ *	  longer, whatever the visibility timeout), or to the first rule's
+ *	  time if that comes first;
+ *	- told to stop for any reason, it is still there CONSUMER_POLL_MS +
+ *	  CONSUMER_STOP_GRACE_MS after the later of the stop and its last
+ *	  batch's end, outside a handler (a receive waits at most
+ *	  CONSUMER_POLL_MS).
+ *
+ * The counters say why (last_error); a terminated batch counts as failed.
+ * kill() never waits for the process.  Returns when this slot next needs a
+ * look (0: only when something changes).  Lock held exclusive.
+ */
+static TimestampTz
+end_overstayers(QueueConsumerSlot *s, TimestampTz now)
+{
+	char		why[QUEUE_CONSUMER_ERROR_LEN];
+	bool		in_handler = s->handler_since != 0;
+	bool		dropped_or_paused = s->stop && s->stop_why != QUEUE_CONSUMER_STOP_SHARE;
+	TimestampTz overrun_at = 0;
+	TimestampTz due = 0;
+	QueueConsumerStat *st;
+
+	if (s->pid == 0 || s->terminated)
+		return 0;
+
+#define AT(t, ms)	((t) + (int64) (ms) * 1000)
+#define DUE(t)		do { if (due == 0 || (t) < due) due = (t); } while (0)
+	if (in_handler && s->handler_ms > 0)
+		overrun_at = AT(s->handler_since, s->handler_ms + CONSUMER_OVERRUN_MARGIN_MS);
+
+	if (overrun_at != 0 && now >= overrun_at && dropped_or_paused)
+		snprintf(why, sizeof(why), "%s: process terminated",
+				 s->stop_why == QUEUE_CONSUMER_STOP_PAUSED ? "paused" : "dropped");
+	else if (overrun_at != 0 && now >= overrun_at)
+		snprintf(why, sizeof(why),
+				 "batch ran past its visibility timeout of %s by %s: process terminated",
+				 seconds(s->handler_ms),
+				 seconds((now - s->handler_since) / 1000 - s->handler_ms));
+	else if (in_handler && dropped_or_paused && s->cancel_at == 0)
+	{
+		kill(s->pid, SIGINT);	/* polite: the batch rolls back, it leaves */
+		s->cancel_at = now;
+		due = AT(now, CONSUMER_STOP_GRACE_MS);
+		if (overrun_at != 0)
+			DUE(overrun_at);
+		return due;
+	}
+	else if (in_handler && dropped_or_paused && now >= AT(s->cancel_at, CONSUMER_STOP_GRACE_MS))
+		snprintf(why, sizeof(why), "%s: process terminated",
+				 s->stop_why == QUEUE_CONSUMER_STOP_PAUSED ? "paused" : "dropped");
+	else if (in_handler && s->stop && !dropped_or_paused &&
+			 now >= AT(s->stop_at, CONSUMER_SHARE_GRACE_MS))
+		snprintf(why, sizeof(why), "over its fair share: process terminated");
+	else if (!in_handler && s->stop &&
+			 now >= AT(Max(s->stop_at, s->idle_since), CONSUMER_POLL_MS + CONSUMER_STOP_GRACE_MS))
+		snprintf(why, sizeof(why), "%s: process terminated",
+				 s->stop_why == QUEUE_CONSUMER_STOP_PAUSED ? "paused" :
+				 s->stop_why == QUEUE_CONSUMER_STOP_SHARE ? "over its fair share" : "dropped");
+	else
+	{
+		/* Not yet: when to look again. */
+		if (overrun_at != 0)
+			DUE(overrun_at);
+		if (in_handler && dropped_or_paused)
+			DUE(AT(s->cancel_at, CONSUMER_STOP_GRACE_MS));
+		else if (in_handler && s->stop)
+			DUE(AT(s->stop_at, CONSUMER_SHARE_GRACE_MS));
+		else if (!in_handler && s->stop)
+			DUE(AT(Max(s->stop_at, s->idle_since), CONSUMER_POLL_MS + CONSUMER_STOP_GRACE_MS));
+		return due;
+	}
+#undef AT
+#undef DUE
+
+	kill(s->pid, SIGTERM);
+	s->terminated = true;
+	st = queue_consumer_stat(s->dbid, s->consumer_id, 0);
+	if (st != NULL)
+	{
+		if (in_handler)
+		{
+			st->failed++;
+			st->failing = true;
+		}
+		st->last_error_at = now;
+		strlcpy(st->last_error, why, QUEUE_CONSUMER_ERROR_LEN);
+	}
+	return 0;
+}
+
+/*
+ * One pass of the database's worker: start the consumer processes that
+ * are missing, tell the unwanted ones to leave, end those that overstay.
+ * The worker's transaction of each pass has taken in invalidations
+ * already.  Returns when the next pass should come at the latest to end
+ * a process in time (0: no such time).
+ */
+TimestampTz
 queue_consumers_tend(void)
 {
 	int			nslots;
 	TimestampTz now;
+	TimestampTz due = 0;
+	TimestampTz next;
 	int		   *claimed;
 	int64	   *claimed_ids;
 	uint64	   *claimed_gen;
 	int			nclaimed = 0;
 
 	if (queue_consumer_shared == NULL || queue_consumer_shared->nslots == 0)
-		return;
+		return 0;
 	nslots = queue_consumer_shared->nslots;
 	if (tend_cxt == NULL)
 	{
@@ -475,16 +635,21 @@ queue_consumers_tend(void)
 			continue;
 		}
 		row = find_row(s->consumer_id);
-		if (row == NULL || row->paused || !have_catalog)
-			s->stop = true;
+		if (row == NULL || !have_catalog)
+			tell_to_stop(s, QUEUE_CONSUMER_STOP_DROPPED, now);
+		else if (row->paused)
+			tell_to_stop(s, QUEUE_CONSUMER_STOP_PAUSED, now);
 		else if (!s->stop)
 		{
 			/* beyond its fair share (or its concurrency): after this batch */
 			if (row->running >= row->allowed)
-				s->stop = true;
+				tell_to_stop(s, QUEUE_CONSUMER_STOP_SHARE, now);
 			else
 				row->running++;
 		}
+		next = end_overstayers(s, now);
+		if (next != 0 && (due == 0 || next < due))
+			due = next;
 	}
 	for (int r = 0; r < nrows; r++)
 	{
@@ -510,6 +675,13 @@ queue_consumers_tend(void)
 			s->pid = 0;
 			s->stop = false;
 			s->claimed_at = now;
+			s->handler_since = 0;
+			s->handler_ms = 0;
+			s->idle_since = now;
+			s->stop_at = 0;
+			s->cancel_at = 0;
+			s->stop_why = '\0';
+			s->terminated = false;
 			claimed[nclaimed] = i;
 			claimed_ids[nclaimed] = row->id;
 			claimed_gen[nclaimed] = s->generation;
@@ -592,4 +764,5 @@ queue_consumers_tend(void)
 			if (find_row(st->id) == NULL)
 				hash_search(started, &st->id, HASH_REMOVE, NULL);
 	}
+	return due;
 }

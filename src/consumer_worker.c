@@ -11,7 +11,9 @@
  * queue.receive(..., wait => '5 s') -- which sleeps on the queue's
  * condition variable and is woken by a committing send, like any long
  * poll -- calls the handler with them under a statement_timeout of the
- * queue's visibility timeout, deletes them and commits.  An error rolls
+ * queue's visibility timeout (noted in its slot: the queue worker
+ * terminates a process whose handler swallows that cancel,
+ * consumer_tend.c), deletes them and commits.  An error rolls
  * all of it back, is recorded in shared memory (queue.consumers), and
  * failed.c brings the messages back after the consumer's retry delay.
  * When the handler fails on a batch of several, that rollback counts none
@@ -346,6 +348,33 @@ consumer_exit(int code, Datum arg)
 	LWLockRelease(queue_consumer_shared->lock);
 }
 
+/*
+ * Say in the slot when this handler call began and its statement_timeout
+ * (ms), or (since 0) that the batch ended: the tender ends a process whose
+ * call outlives that by a margin, or that was told to stop
+ * (consumer_tend.c, end_overstayers).
+ */
+static bool in_batch_noted = false;
+
+static void
+note_handler(TimestampTz since, int64 ms)
+{
+	QueueConsumerSlot *s = &queue_consumer_shared->slots[my_slot];
+
+	if (since == 0 && !in_batch_noted)
+		return;
+	LWLockAcquire(queue_consumer_shared->lock, LW_EXCLUSIVE);
+	if (s->dbid == my_start.dbid && s->generation == my_start.generation)
+	{
+		s->handler_since = since;
+		s->handler_ms = ms;
+		if (since == 0)
+			s->idle_since = GetCurrentTimestamp();
+	}
+	LWLockRelease(queue_consumer_shared->lock);
+	in_batch_noted = since != 0;
+}
+
 static bool
 told_to_stop(void)
 {
@@ -551,6 +580,7 @@ handler_in_sandbox(void *arg)
 
 	queue_sandbox_enter(&sb, hc->conf->owner, hc->conf->search_path,
 						psprintf(INT64_FORMAT, hc->conf->visibility_ms));
+	note_handler(GetCurrentTimestamp(), hc->conf->visibility_ms);
 	if (hc->conf->visibility_ms > 0)
 		enable_timeout_after(STATEMENT_TIMEOUT, (int) Min(hc->conf->visibility_ms, INT_MAX));
 	rc = SPI_execute_plan(handler_plan, &hc->msgs, NULL, false, 0);
@@ -673,6 +703,8 @@ handle_one_by_one(ConsumerConf *conf, Datum msgs, MemoryContext cxt, int64 *hand
 			ok[nok++] = elems[i];
 			continue;
 		}
+		if (e != NULL && e->sqlerrcode == ERRCODE_QUERY_CANCELED && told_to_stop())
+			ReThrowError(e);	/* dropped or paused: the whole batch goes */
 		if (first == NULL)
 			first = e;
 		if (conf->fifo)
@@ -794,6 +826,7 @@ run_batch(MemoryContext cxt)
 		SPI_finish();
 		PopActiveSnapshot();
 		CommitTransactionCommand();
+		note_handler(0, 0);
 		pgstat_report_activity(STATE_IDLE, NULL);
 		if (batch_error != NULL)
 		{
@@ -814,12 +847,32 @@ run_batch(MemoryContext cxt)
 	PG_CATCH();
 	{
 		ErrorData  *edata;
+		bool		stopped;
 
 		if (in_handler)
 			disable_timeout(STATEMENT_TIMEOUT, false);
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();
+
+		/*
+		 * Cancelled because the consumer was dropped or paused (the
+		 * tender's polite stop, end_overstayers): the batch rolls back and
+		 * counts as a receive of each message, as any rolled-back receive
+		 * does, is no failure of the consumer's, and the process leaves.
+		 */
+		stopped = edata->sqlerrcode == ERRCODE_QUERY_CANCELED && told_to_stop();
+		if (stopped)
+		{
+			AbortCurrentTransaction();
+			LockReleaseSession(USER_LOCKMETHOD);	/* the handler's, if any */
+			note_handler(0, 0);
+			pgstat_report_activity(STATE_IDLE, NULL);
+			ereport(LOG,
+					(errmsg("queue consumer \"%s\": batch of " INT64_FORMAT " messages cancelled: the consumer was dropped or paused",
+							my_name, (int64) received)));
+			return BATCH_GONE;
+		}
 
 		/*
 		 * The handler failed on a batch of several: this rollback counts
@@ -836,6 +889,7 @@ run_batch(MemoryContext cxt)
 		AbortCurrentTransaction();
 		if (in_handler)
 			LockReleaseSession(USER_LOCKMETHOD);	/* the handler's, if any */
+		note_handler(0, 0);
 		if (one_by_one)
 			open_one_by_one_window();
 		pgstat_report_activity(STATE_IDLE, NULL);
@@ -878,6 +932,7 @@ queue_consumer_main(Datum arg)
 			proc_exit(0);
 		}
 		s->pid = MyProcPid;
+		s->idle_since = GetCurrentTimestamp();
 	}
 	LWLockRelease(queue_consumer_shared->lock);
 	before_shmem_exit(consumer_exit, (Datum) 0);
@@ -891,14 +946,19 @@ queue_consumer_main(Datum arg)
 	{
 		BatchResult r;
 
+		/*
+		 * Told to stop first: a cancel the tender sent it (a dropped or
+		 * paused consumer's) may land after its batch ended, and is no
+		 * error then.
+		 */
+		if (told_to_stop() || RecoveryInProgress())
+			proc_exit(0);
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
 		}
-		if (told_to_stop() || RecoveryInProgress())
-			proc_exit(0);
 
 		r = run_batch(batch_cxt);
 		MemoryContextReset(batch_cxt);

@@ -70,6 +70,13 @@
  * ROLLBACK PREPARED settles them from the commit log
  * (queue_failed_finish_prepared), as any reader would.
  *
+ * A session that ends with FATAL (pg_terminate_backend, or a consumer
+ * process the queue worker terminates: consumer_tend.c) aborts its
+ * transaction on the way out (ShutdownPostgres, a before_shmem_exit
+ * callback), and that abort's callback settles its entries as any
+ * rollback's does: its receives count.  (Were it not to run, the next
+ * reader would settle them from the commit log, the holder having ended.)
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -635,7 +635,21 @@ typedef struct QueueConsumerSlot
 	pid_t		pid;			/* 0 until the process runs */
 	bool		stop;
 	TimestampTz claimed_at;
+	/* the process says what it does (consumer_worker.c) */
+	TimestampTz handler_since;	/* its handler's call began; 0: no batch past its receive */
+	int64		handler_ms;		/* that call's statement_timeout (0: none) */
+	TimestampTz idle_since;		/* it started, or its last batch ended */
+	/* the tender's stop (consumer_tend.c, end_overstayers) */
+	TimestampTz stop_at;		/* told to stop (0: not) */
+	TimestampTz cancel_at;		/* its batch was cancelled (0: not) */
+	char		stop_why;		/* QUEUE_CONSUMER_STOP_* */
+	bool		terminated;		/* SIGTERM sent */
 } QueueConsumerSlot;
+
+/* Why the tender told a consumer process to stop. */
+#define QUEUE_CONSUMER_STOP_DROPPED	'd'		/* or the extension's catalog is gone */
+#define QUEUE_CONSUMER_STOP_PAUSED	'p'
+#define QUEUE_CONSUMER_STOP_SHARE	's'		/* over its fair share */
 
 /* What queue.consumers shows of a consumer beyond its registry row. */
 typedef struct QueueConsumerStat
@@ -682,7 +696,7 @@ extern int	queue_max_consumer_processes;
 extern void queue_consumer_init(void);
 extern QueueConsumerStat *queue_consumer_stat(Oid dbid, int64 consumer_id,
 											  int64 queue_id);
-extern void queue_consumers_tend(void);
+extern TimestampTz queue_consumers_tend(void);
 extern void queue_consumers_stop_db(Oid dbid);
 extern void queue_consumers_drop_extension(List *names);
 

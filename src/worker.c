@@ -591,6 +591,7 @@ queue_worker_main(Datum arg)
 		HASH_SEQ_STATUS status;
 		SweptQueue *sq;
 		TimestampTz failed_due;
+		TimestampTz consumers_due = 0;
 		TimestampTz now;
 		long		timeout;
 		int64		active[QUEUE_ACTIVE_IDS];
@@ -705,7 +706,7 @@ queue_worker_main(Datum arg)
 		queue_vacuum_shared_pass(sweep_cxt);
 		queue_reclaim_pass(sweep_cxt);
 		queue_topic_sweep();
-		queue_consumers_tend();
+		consumers_due = queue_consumers_tend();
 		MemoryContextSwitchTo(TopMemoryContext);
 		MemoryContextReset(pass_cxt);
 		pgstat_report_stat(true);
@@ -717,6 +718,15 @@ queue_worker_main(Datum arg)
 			int			usecs;
 
 			TimestampDifference(GetCurrentTimestamp(), failed_due, &secs, &usecs);
+			timeout = Min(timeout, secs * 1000 + usecs / 1000 + 1);
+		}
+		if (consumers_due != 0)
+		{
+			/* a consumer process to end in time (consumer_tend.c) */
+			long		secs;
+			int			usecs;
+
+			TimestampDifference(GetCurrentTimestamp(), consumers_due, &secs, &usecs);
 			timeout = Min(timeout, secs * 1000 + usecs / 1000 + 1);
 		}
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
