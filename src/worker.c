@@ -20,7 +20,9 @@
  * queues (when the registry changed) and hands each to sweep.c, which
  * decides what is due and does it in transactions of its own.
  * Long-pollers need no wake-up from it: a waiting receive sleeps no longer
- * than until the next message of its queue turns visible (wait.c).
+ * than until the next message of its queue turns visible (wait.c).  Between
+ * passes it advances the SQS endpoint's message move tasks, a bounded slice
+ * at a time (move_task.c), and sleeps no longer than until the next slice.
  *
  *-------------------------------------------------------------------------
  */
@@ -591,6 +593,7 @@ queue_worker_main(Datum arg)
 		HASH_SEQ_STATUS status;
 		SweptQueue *sq;
 		TimestampTz failed_due;
+		TimestampTz move_due;
 		TimestampTz now;
 		long		timeout;
 		int64		active[QUEUE_ACTIVE_IDS];
@@ -706,11 +709,20 @@ queue_worker_main(Datum arg)
 		queue_reclaim_pass(sweep_cxt);
 		queue_topic_sweep();
 		queue_consumers_tend();
+		move_due = queue_move_tasks_advance(sweep_cxt);
 		MemoryContextSwitchTo(TopMemoryContext);
 		MemoryContextReset(pass_cxt);
 		pgstat_report_stat(true);
 
 		timeout = queue_sweep_interval;
+		if (move_due != 0)
+		{
+			long		secs;
+			int			usecs;
+
+			TimestampDifference(GetCurrentTimestamp(), move_due, &secs, &usecs);
+			timeout = Min(timeout, secs * 1000 + usecs / 1000);
+		}
 		if (failed_due != 0)
 		{
 			long		secs;
