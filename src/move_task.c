@@ -31,9 +31,11 @@
  *	  MOVE_DEFAULT_GAP_MS later.  No slice takes more than MOVE_SLICE_MAX,
  *	  and one loop turn of the worker gives all tasks together at most
  *	  MOVE_TURN_BUDGET_MS before it sweeps again.
- *	- It ends COMPLETED when a slice finds nothing left to move up to
- *	  upto_id (new dead letters arriving since the start are not its
- *	  business, as with SQS), FAILED when its destination is gone, its role
+ *	- It ends COMPLETED when a slice finds fewer messages to move (up to
+ *	  upto_id, not held by a receiver) than it may take: new dead letters
+ *	  arriving since the start are not its business, as with SQS; those
+ *	  that have no source queue to go back to stay, as queue.redrive leaves
+ *	  them.  FAILED when its destination is gone, its role
  *	  is gone or lost a right, the oldest dead letters have no source queue
  *	  to go back to, or it ran past SQS's 36 hours.
  *
@@ -430,10 +432,8 @@ slice(MoveTaskState *t, MemoryContext cxt)
 							   n, upto, &selected, &reason);
 			if (moved < 0)
 				moved = 0;
-			else if (selected == 0)
-				status = "COMPLETED";
-			else if (moved == 0 && selected < n)
-				status = "COMPLETED";	/* what is left has nowhere to go */
+			else if (selected < n)
+				status = "COMPLETED";	/* (what it left has nowhere to go) */
 			else if (moved == 0)
 				reason = "The oldest messages of the dead-letter queue have no source queue to go back to; give a DestinationArn.";
 		}

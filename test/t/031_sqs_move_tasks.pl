@@ -83,6 +83,12 @@ sub count_of
 	my $id = QueueWorkerNode::queue_id($node, $q);
 	return sql("SELECT count(*) || ' ' || count(DISTINCT body) FROM queue_data.q$id");
 }
+# the counts of two queues in one snapshot
+sub counts_of
+{
+	my ($a, $b) = map { QueueWorkerNode::queue_id($node, $_) } @_;
+	return sql("SELECT (SELECT count(*) FROM queue_data.q$a) || ' ' || (SELECT count(*) FROM queue_data.q$b)");
+}
 is(count_of('mv_dlq'), '20000 20000', '20,000 dead letters');
 
 my $endpoint = "http://127.0.0.1:$port";
@@ -130,8 +136,7 @@ is(sql(q(SELECT count(*) FROM queue._move_tasks t JOIN queue._queues q ON q.queu
 # the rate, one running task per source, rights, cancel
 $v = phase('rate');
 my $moved2 = $v->{moved_at_cancel} // -1;
-my ($left2) = split / /, count_of('mv_dlq2');
-my ($in2) = split / /, count_of('mv_dest2');
+my ($left2, $in2) = split / /, counts_of('mv_dlq2', 'mv_dest2');
 is($left2 + $in2, 2000, 'cancelled: no message lost or doubled');
 ok($in2 >= $moved2 && $in2 <= $moved2 + 2, "cancelled: the destination holds what it moved ($in2, $moved2)");
 
@@ -142,10 +147,12 @@ ok($node->poll_query_until('postgres',
 	  WHERE q.queue_name = 'mv_dlq3' AND t.status = 'RUNNING')), 'the task is under way');
 $node->stop('immediate');
 $node->start;
-my ($left3) = split / /, count_of('mv_dlq3');
-my ($in3) = split / /, count_of('mv_dest3');
-my $rec3 = sql(q(SELECT status || ' ' || moved FROM queue._move_tasks t JOIN queue._queues q
-	ON q.queue_id = t.source_queue_id WHERE q.queue_name = 'mv_dlq3'));
+# one snapshot: the worker is moving again meanwhile
+my ($dlq3, $dest3) = (QueueWorkerNode::queue_id($node, 'mv_dlq3'), QueueWorkerNode::queue_id($node, 'mv_dest3'));
+my ($left3, $in3, $rec3) = split /\|/, sql(qq(
+SELECT (SELECT count(*) FROM queue_data.q$dlq3), (SELECT count(*) FROM queue_data.q$dest3),
+	(SELECT status || ' ' || moved FROM queue._move_tasks t JOIN queue._queues q
+	 ON q.queue_id = t.source_queue_id WHERE q.queue_name = 'mv_dlq3')));
 is($left3 + $in3, 3000, "after the crash every message is in one queue ($left3 + $in3)");
 is($rec3, "RUNNING $in3", 'the record counts what the destination holds, and still runs');
 ok($in3 < 3000, 'the crash came mid-task');
@@ -165,8 +172,7 @@ sql(q(SET ROLE mover; SELECT queue.revoke('mv_dlq4', 'other', ARRAY['manage'])))
 ok($node->poll_query_until('postgres',
 	q(SELECT status = 'FAILED' FROM queue._move_tasks t JOIN queue._queues q ON q.queue_id = t.source_queue_id
 	  WHERE q.queue_name = 'mv_dlq4')), 'revoked: the task fails');
-my ($left4) = split / /, count_of('mv_dlq4');
-my ($in4) = split / /, count_of('mv_dest4');
+my ($left4, $in4) = split / /, counts_of('mv_dlq4', 'mv_dest4');
 is($left4 + $in4, 1000, 'failed: no message lost or doubled');
 phase('revoked_end');
 
