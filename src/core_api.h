@@ -32,4 +32,11 @@ extern void queue_wait_watch(int watcher, int64 queue_id, bool on);
 extern uint64 queue_wait_generation_of(int64 queue_id);
 extern int	queue_wait_slot_of(int64 queue_id);
 
+/*
+ * move_task.c: the current transaction recorded a RUNNING message move
+ * task (queue._move_tasks); its commit wakes the database's queue worker,
+ * which runs the task in the background.
+ */
+extern void queue_move_task_started(void);
+
 #endif							/* QUEUE_CORE_API_H */

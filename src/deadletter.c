@@ -251,12 +251,8 @@ redrive_to(QueueMeta *dlq, QueueMeta *dest, int n, int64 *ids, Datum *groups)
 Datum
 queue_redrive(PG_FUNCTION_ARGS)
 {
-	QueueCall	call;
-	QueueMeta  *dlq;
-	QueueMeta  *dest = NULL;
 	int64		limit = PG_INT64_MAX;
-	uint64		total = 0;
-	text	   *dlq_name;
+	int64		selected;
 
 	queue_arg_notnull(fcinfo, 0, "source_queue");
 	if (!PG_ARGISNULL(2))
@@ -267,13 +263,34 @@ queue_redrive(PG_FUNCTION_ARGS)
 					(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
 					 errmsg("argument \"max_messages\" must be at least 1")));
 	}
+	PG_RETURN_INT64(queue_redrive_bounded(PG_GETARG_TEXT_PP(0),
+										  PG_ARGISNULL(1) ? NULL : PG_GETARG_TEXT_PP(1),
+										  limit, PG_INT64_MAX, &selected));
+}
+
+/*
+ * The redrive, as the current user: at most limit messages whose ids are
+ * at most upto_id (a move task's bound: the ids issued before it started,
+ * move_task.c).  *selected gets how many dead letters it found to move
+ * (those that have no source queue to go back to included, which stay);
+ * fewer than limit means none is left within the bounds.
+ */
+int64
+queue_redrive_bounded(text *dlq_name, text *dest_name, int64 limit, int64 upto_id,
+					  int64 *selected)
+{
+	QueueCall	call;
+	QueueMeta  *dlq;
+	QueueMeta  *dest = NULL;
+	uint64		total = 0;
+
+	*selected = 0;
 	queue_check_read_write();
 
-	dlq_name = PG_GETARG_TEXT_PP(0);
 	dlq = queue_open(&call, dlq_name, QPRIV_MANAGE);
-	if (!PG_ARGISNULL(1))
+	if (dest_name != NULL)
 	{
-		dest = queue_lookup(PG_GETARG_TEXT_PP(1));
+		dest = queue_lookup(dest_name);
 		queue_check_privilege(dest, call.caller, QPRIV_SEND);
 		if (dest->id == dlq->id)
 			ereport(ERROR,
@@ -289,8 +306,8 @@ queue_redrive(PG_FUNCTION_ARGS)
 	while ((int64) total < limit)
 	{
 		int			batch = (int) Min(limit - (int64) total, REDRIVE_BATCH);
-		Oid			types[3] = {TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID};
-		Datum		values[3];
+		Oid			types[4] = {TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID, INT8OID};
+		Datum		values[4];
 		TimestampTz now = GetCurrentTimestamp();
 		int			n;
 		int64	   *ids;
@@ -311,26 +328,29 @@ queue_redrive(PG_FUNCTION_ARGS)
 		values[0] = TimestampTzGetDatum(now);
 		values[1] = Int32GetDatum(batch);
 		values[2] = TimestampTzGetDatum(now - dlq->retention);
+		values[3] = Int64GetDatum(upto_id);
 		if (dlq->fifo)
 			rc = SPI_execute_with_args(psprintf(
 				"WITH g AS (SELECT x.message_group_id FROM %s x"
 				"  WHERE %sx.available_at <= $1 ORDER BY 1 FOR UPDATE SKIP LOCKED)"
 				" SELECT m.message_id, m.source_queue_id, m.message_group_id"
 				" FROM %s m JOIN g USING (message_group_id)"
-				" WHERE %sm.visible_at <= $1 AND m.sent_at > $3 ORDER BY m.message_id LIMIT $2",
+				" WHERE %sm.visible_at <= $1 AND m.sent_at > $3 AND m.message_id <= $4"
+				" ORDER BY m.message_id LIMIT $2",
 				queue_table_name(dlq, 'g'), queue_key_cond(dlq, 'g', "x"),
 				queue_table_name(dlq, 'q'), queue_key_cond(dlq, 'q', "m")),
-									   3, types, values, NULL, false, 0);
+									   4, types, values, NULL, false, 0);
 		else
 			rc = SPI_execute_with_args(psprintf(
 				"SELECT message_id, source_queue_id, message_group_id"
-				" FROM %s WHERE %svisible_at <= $1 AND sent_at > $3"
+				" FROM %s WHERE %svisible_at <= $1 AND sent_at > $3 AND message_id <= $4"
 				" ORDER BY message_id LIMIT $2 FOR UPDATE SKIP LOCKED",
 				queue_table_name(dlq, 'q'), queue_key_cond(dlq, 'q', NULL)),
-									   3, types, values, NULL, false, 0);
+									   4, types, values, NULL, false, 0);
 		if (rc != SPI_OK_SELECT)
 			elog(ERROR, "redrive failed: %s", SPI_result_code_string(rc));
 		n = (int) SPI_processed;
+		*selected += n;
 		if (n == 0)
 			break;
 		ids = palloc(n * sizeof(int64));
@@ -415,5 +435,5 @@ queue_redrive(PG_FUNCTION_ARGS)
 		CHECK_FOR_INTERRUPTS();
 	}
 	queue_close(&call);
-	PG_RETURN_INT64((int64) total);
+	return (int64) total;
 }

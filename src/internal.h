@@ -202,6 +202,11 @@ extern uint64 queue_dead_letter(QueueMeta *q, int n, const int64 *ids,
 extern uint64 queue_dead_letter_sweep(QueueMeta *q, TimestampTz since,
 									  TimestampTz now);
 extern char *queue_name_of(int64 id);
+extern int64 queue_redrive_bounded(text *dlq_name, text *dest_name, int64 limit,
+								   int64 upto_id, int64 *selected);
+
+/* move_task.c */
+extern TimestampTz queue_move_tasks_advance(MemoryContext cxt);
 
 /* vacuum.c */
 extern void queue_vacuum_shared_if_churned(void);
@@ -463,6 +468,7 @@ typedef struct QueueDbSlot
 	TimestampTz stop_requested; /* DROP DATABASE asked it to leave, or 0 */
 	char		prepared_gid[GIDSIZE];	/* wanted once this GID commits */
 	Latch	   *latch;			/* its worker's, to wake it (failed.c) */
+	bool		move_tasks_added;	/* a move task was started (move_task.c) */
 	/*
 	 * The queues a commit changed since the worker last looked (stats.c):
 	 * the worker visits those and the ones whose time came, not every

@@ -20,7 +20,9 @@
  * queues (when the registry changed) and hands each to sweep.c, which
  * decides what is due and does it in transactions of its own.
  * Long-pollers need no wake-up from it: a waiting receive sleeps no longer
- * than until the next message of its queue turns visible (wait.c).
+ * than until the next message of its queue turns visible (wait.c).  Between
+ * passes it advances the SQS endpoint's message move tasks, a bounded slice
+ * at a time (move_task.c), and sleeps no longer than until the next slice.
  *
  *-------------------------------------------------------------------------
  */
@@ -540,6 +542,19 @@ attach_sweep_state(HTAB *swept, List *queues, bool whole, bool since_start, Sche
 	}
 }
 
+/* The sleep in ms, cut short to end at due (0: no due time). */
+static long
+sleep_until(long timeout, TimestampTz due)
+{
+	long		secs;
+	int			usecs;
+
+	if (due == 0)
+		return timeout;
+	TimestampDifference(GetCurrentTimestamp(), due, &secs, &usecs);
+	return Min(timeout, secs * 1000 + usecs / 1000 + 1);
+}
+
 void
 queue_worker_main(Datum arg)
 {
@@ -592,6 +607,7 @@ queue_worker_main(Datum arg)
 		SweptQueue *sq;
 		TimestampTz failed_due;
 		TimestampTz consumers_due = 0;
+		TimestampTz move_due;
 		TimestampTz now;
 		long		timeout;
 		int64		active[QUEUE_ACTIVE_IDS];
@@ -707,28 +723,20 @@ queue_worker_main(Datum arg)
 		queue_reclaim_pass(sweep_cxt);
 		queue_topic_sweep();
 		consumers_due = queue_consumers_tend();
+		move_due = queue_move_tasks_advance(sweep_cxt);
 		MemoryContextSwitchTo(TopMemoryContext);
 		MemoryContextReset(pass_cxt);
 		pgstat_report_stat(true);
 
+		/*
+		 * Sleep to the next sweep, or earlier: a move task's next slice
+		 * (move_task.c), a rolled-back receive's retry (failed.c), a
+		 * consumer process to end in time (consumer_tend.c).
+		 */
 		timeout = queue_sweep_interval;
-		if (failed_due != 0)
-		{
-			long		secs;
-			int			usecs;
-
-			TimestampDifference(GetCurrentTimestamp(), failed_due, &secs, &usecs);
-			timeout = Min(timeout, secs * 1000 + usecs / 1000 + 1);
-		}
-		if (consumers_due != 0)
-		{
-			/* a consumer process to end in time (consumer_tend.c) */
-			long		secs;
-			int			usecs;
-
-			TimestampDifference(GetCurrentTimestamp(), consumers_due, &secs, &usecs);
-			timeout = Min(timeout, secs * 1000 + usecs / 1000 + 1);
-		}
+		timeout = sleep_until(timeout, move_due);
+		timeout = sleep_until(timeout, failed_due);
+		timeout = sleep_until(timeout, consumers_due);
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 timeout, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);

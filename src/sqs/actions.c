@@ -32,8 +32,9 @@
  *	- A message's size is checked as SQS counts it (body, attribute names,
  *	  types and values) against 1 MiB here, and by the SQL API against the
  *	  queue's max_message_size as it counts it (body + attributes' text).
- *	- A message move task runs to its end inside StartMessageMoveTask
- *	  (queue.redrive), so every task is COMPLETED and none can be cancelled.
+ *	- A message move task is recorded here and run by the database's queue
+ *	  worker in the background (src/move_task.c), as the caller's role;
+ *	  starting, listing and cancelling one need manage on its source queue.
  *
  *-------------------------------------------------------------------------
  */
@@ -57,6 +58,7 @@
 #include "utils/timestamp.h"
 
 #include "compat.h"
+#include "core_api.h"
 #include "sqs.h"
 
 #define SQS_NAME_MAX			80
@@ -90,11 +92,13 @@ typedef enum PlanKind
 	P_RECEIVE,
 	P_DELETE,
 	P_CHANGE_VIS,
-	P_REDRIVE,
 	P_TAG,
 	P_UNTAG,
+	P_TASK_SOURCE,
 	P_TASK_ADD,
+	P_TASK_PRUNE,
 	P_TASK_LIST,
+	P_TASK_CANCEL,
 	P_NUM
 } PlanKind;
 
@@ -184,10 +188,6 @@ static const PlanDef plan_defs[P_NUM] = {
 		"SELECT queue.change_visibility(queue_name => $1, receipt => $2, visibility_timeout => $3)",
 		3, {TEXTOID, TEXTOID, INTERVALOID}
 	},
-	[P_REDRIVE] = {
-		"SELECT queue.redrive(source_queue => $1, destination_queue => $2)",
-		2, {TEXTOID, TEXTOID}
-	},
 	[P_TAG] = {
 		"SELECT queue.alter(queue_name => $1, tags => (SELECT q.tags FROM queue.queues q"
 		" WHERE q.queue_name OPERATOR(pg_catalog.=) $1) OPERATOR(pg_catalog.||) $2)",
@@ -198,18 +198,46 @@ static const PlanDef plan_defs[P_NUM] = {
 		" WHERE q.queue_name OPERATOR(pg_catalog.=) $1) OPERATOR(pg_catalog.-) $2)",
 		2, {TEXTOID, TEXTARRAYOID}
 	},
+	/* the move tasks' records are the tables' owner's: run_as_owner */
+	[P_TASK_SOURCE] = {
+		"SELECT q.queue_id, q.fifo, EXISTS (SELECT FROM queue._queues s"
+		"  WHERE s.dead_letter_queue OPERATOR(pg_catalog.=) q.queue_id),"
+		" queue._may(q, $2, 'manage'), queue._may(q, $2, 'send')"
+		" FROM queue._queues q WHERE q.queue_name OPERATOR(pg_catalog.=) $1",
+		2, {TEXTOID, OIDOID}
+	},
 	[P_TASK_ADD] = {
-		"INSERT INTO queue._move_tasks (task_handle, source_queue, destination_queue,"
-		" status, moved, to_move, started_at, failure_reason)"
-		" VALUES ($1, $2, $3, 'COMPLETED', $4, $4, $5, NULL)",
-		5, {TEXTOID, TEXTOID, TEXTOID, INT8OID, TIMESTAMPTZOID}
+		"INSERT INTO queue._move_tasks (task_handle, source_queue_id, destination_queue_id,"
+		" destination_queue, role, status, max_per_second, moved, to_move, upto_id, started_at)"
+		" VALUES ($1, $2, $3, $4, $5, 'RUNNING', $6, 0, $7,"
+		" COALESCE(pg_catalog.pg_sequence_last_value("
+		"  'queue_data.message_id_seq'::pg_catalog.regclass), 0::pg_catalog.int8), $8)"
+		" ON CONFLICT (source_queue_id) WHERE status OPERATOR(pg_catalog.=) 'RUNNING' DO NOTHING"
+		" RETURNING task_handle",
+		8, {TEXTOID, INT8OID, INT8OID, TEXTOID, OIDOID, INT4OID, INT8OID, TIMESTAMPTZOID}
+	},
+	[P_TASK_PRUNE] = {
+		"DELETE FROM queue._move_tasks t WHERE t.source_queue_id OPERATOR(pg_catalog.=) $1"
+		" AND t.status OPERATOR(pg_catalog.<>) 'RUNNING'"
+		" AND t.task_handle OPERATOR(pg_catalog.<>) ALL (ARRAY(SELECT x.task_handle"
+		"  FROM queue._move_tasks x WHERE x.source_queue_id OPERATOR(pg_catalog.=) $1"
+		"  ORDER BY x.started_at DESC, x.task_handle LIMIT $2))",
+		2, {INT8OID, INT8OID}
 	},
 	[P_TASK_LIST] = {
-		"SELECT t.task_handle, t.source_queue, t.destination_queue, t.status, t.moved,"
-		" t.to_move, t.started_at, t.failure_reason FROM queue._move_tasks t"
-		" WHERE t.source_queue OPERATOR(pg_catalog.=) $1"
+		"SELECT t.task_handle, t.destination_queue, t.status, t.moved, t.to_move,"
+		" t.started_at, t.failure_reason, t.max_per_second FROM queue._move_tasks t"
+		" WHERE t.source_queue_id OPERATOR(pg_catalog.=) $1"
 		" ORDER BY t.started_at DESC, t.task_handle LIMIT $2",
-		2, {TEXTOID, INT8OID}
+		2, {INT8OID, INT8OID}
+	},
+	[P_TASK_CANCEL] = {
+		"UPDATE queue._move_tasks t SET status = 'CANCELLED', ended_at = pg_catalog.now()"
+		" FROM queue._queues q WHERE t.task_handle OPERATOR(pg_catalog.=) $1"
+		" AND t.status OPERATOR(pg_catalog.=) 'RUNNING'"
+		" AND q.queue_id OPERATOR(pg_catalog.=) t.source_queue_id"
+		" AND queue._may(q, $2, 'manage') RETURNING t.moved",
+		2, {TEXTOID, OIDOID}
 	},
 };
 
@@ -2544,8 +2572,49 @@ settle_batch(SqsCall *call, StringInfo out, bool change)
 }
 
 /* ---------------------------------------------------------------------
- * Message move tasks: queue.redrive, recorded in queue._move_tasks
+ * Message move tasks: recorded in queue._move_tasks, run by the queue
+ * worker (src/move_task.c); the endpoint never moves a message itself
  * ---------------------------------------------------------------------
+ */
+
+/* A queue as a move task sees it: its id, type and the caller's rights. */
+typedef struct TaskQueue
+{
+	int64		id;
+	bool		fifo;
+	bool		is_dlq;			/* some queue names it as its dead-letter queue */
+	bool		manage;
+	bool		send;
+} TaskQueue;
+
+/* Look a queue up for a move task: false when the caller may not see it. */
+static bool
+task_queue(SqsCall *call, const char *name, TaskQueue *tq)
+{
+	QueueRow	q;
+	Datum		v[2];
+	bool		isnull;
+
+	if (!fetch_queue(name, &q))
+		return false;
+	v[0] = CStringGetTextDatum(q.name);
+	v[1] = ObjectIdGetDatum(call->auth.role);
+	run_as_owner(P_TASK_SOURCE, v, NULL);
+	if (SPI_processed == 0)
+		return false;
+	check_result_cols(5);
+	tq->id = DatumGetInt64(col(0, 1, &isnull));
+	tq->fifo = DatumGetBool(col(0, 2, &isnull));
+	tq->is_dlq = DatumGetBool(col(0, 3, &isnull));
+	tq->manage = DatumGetBool(col(0, 4, &isnull)) && !isnull;
+	tq->send = DatumGetBool(col(0, 5, &isnull)) && !isnull;
+	return true;
+}
+
+/*
+ * StartMessageMoveTask: SQS's checks, then a RUNNING task recorded and
+ * answered at once; its commit wakes the queue worker, which moves the
+ * messages as the caller's role, at MaxNumberOfMessagesPerSecond.
  */
 static void
 act_start_message_move_task(SqsCall *call, StringInfo out)
@@ -2554,65 +2623,110 @@ act_start_message_move_task(SqsCall *call, StringInfo out)
 	char	   *source = name_of_arn(req_str(in, "SourceArn"), "SourceArn");
 	char	   *dest_arn = in_str(in, "DestinationArn");
 	char	   *dest = dest_arn ? name_of_arn(dest_arn, "DestinationArn") : NULL;
-	int64		rate;
-	Datum		v[5];
-	char		nulls[6] = "     ";
-	bool		isnull;
-	int64		moved;
+	int64		rate = 0;
+	bool		has_rate;
+	TaskQueue	sq;
+	TaskQueue	dq = {0};
+	int64		to_move = 0;
+	Datum		v[8];
+	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	unsigned char rnd[16];
 	char		handle[33];
 	bool		first = true;
 
-	(void) in_int(in, "MaxNumberOfMessagesPerSecond", 1, 500, &rate);
-	/* AWS names an unknown source (or one the caller may not see) so */
+	has_rate = in_int(in, "MaxNumberOfMessagesPerSecond", 1, 500, &rate);
+	if (!task_queue(call, source, &sq))
+		sqs_fail(SQS_ERR_RESOURCE_NOT_FOUND, "The resource that you specified for the SourceArn parameter doesn't exist.");
+	if (!sq.manage)
+		sqs_fail(SQS_ERR_ACCESS_DENIED, "Access to the resource %s is denied.",
+				 sqs_queue_arn(call, source));
+	if (!sq.is_dlq)
+		sqs_fail(SQS_ERR_INVALID_PARAMETER_VALUE, "Source queue must be configured as a Dead Letter Queue.");
+	if (dest != NULL)
 	{
-		QueueRow	sq;
-
-		if (!fetch_queue(source, &sq))
-			sqs_fail(SQS_ERR_RESOURCE_NOT_FOUND, "The resource that you specified for the SourceArn parameter doesn't exist.");
+		if (!task_queue(call, dest, &dq))
+			sqs_fail(SQS_ERR_RESOURCE_NOT_FOUND, "The resource that you specified for the DestinationArn parameter doesn't exist.");
+		if (dq.id == sq.id)
+			sqs_fail(SQS_ERR_INVALID_PARAMETER_VALUE, "Source queue arn and destination queue arn cannot be the same.");
+		if (dq.fifo != sq.fifo)
+			sqs_fail(SQS_ERR_INVALID_PARAMETER_VALUE, "The destination queue must be a %s queue like the source queue.",
+					 sq.fifo ? "FIFO" : "standard");
+		if (!dq.send)
+			sqs_fail(SQS_ERR_ACCESS_DENIED, "Access to the resource %s is denied.",
+					 sqs_queue_arn(call, dest));
 	}
+
+	/* ApproximateNumberOfMessagesToMove: the dead-letter queue's depth now */
 	v[0] = CStringGetTextDatum(source);
-	if (dest)
-		v[1] = CStringGetTextDatum(dest);
-	else
-		nulls[1] = 'n';
-	run(P_REDRIVE, v, nulls);
-	moved = SPI_processed > 0 ? DatumGetInt64(col(0, 1, &isnull)) : 0;
+	run(P_STATS, v, NULL);
+	if (SPI_processed > 0)
+	{
+		check_result_cols(3);
+		for (int c = 0; c < 3; c++)
+		{
+			bool		isnull;
+			Datum		d = col(0, c + 1, &isnull);
+
+			to_move += isnull ? 0 : DatumGetInt64(d);
+		}
+	}
 
 	if (!pg_strong_random(rnd, sizeof(rnd)))
 		elog(ERROR, "could not generate a task handle");
 	for (int i = 0; i < 16; i++)
 		snprintf(handle + 2 * i, 3, "%02x", rnd[i]);
 	v[0] = CStringGetTextDatum(handle);
-	v[1] = CStringGetTextDatum(source);
-	if (dest)
-		v[2] = CStringGetTextDatum(dest);
+	v[1] = Int64GetDatum(sq.id);
+	if (dest != NULL)
+	{
+		v[2] = Int64GetDatum(dq.id);
+		v[3] = CStringGetTextDatum(dest);
+	}
 	else
-		nulls[2] = 'n';
-	nulls[1] = ' ';
-	v[3] = Int64GetDatum(moved);
-	v[4] = TimestampTzGetDatum(GetCurrentTimestamp());
+		nulls[2] = nulls[3] = 'n';
+	v[4] = ObjectIdGetDatum(call->auth.role);
+	if (has_rate)
+		v[5] = Int32GetDatum((int32) rate);
+	else
+		nulls[5] = 'n';
+	v[6] = Int64GetDatum(to_move);
+	v[7] = TimestampTzGetDatum(GetCurrentTimestamp());
 	run_as_owner(P_TASK_ADD, v, nulls);
+	if (SPI_processed == 0)
+		sqs_fail(SQS_ERR_INVALID_PARAMETER_VALUE,
+				 "There is already a task running. Only one active task is allowed for a source queue arn at a given time.");
+	/* the newest SQS_MOVE_TASKS_MAX records of the source are kept */
+	v[0] = Int64GetDatum(sq.id);
+	v[1] = Int64GetDatum(SQS_MOVE_TASKS_MAX);
+	run_as_owner(P_TASK_PRUNE, v, NULL);
+	queue_move_task_started();
 
 	appendStringInfoChar(out, '{');
 	kv_str(out, &first, "TaskHandle", handle);
 	appendStringInfoChar(out, '}');
 }
 
+/*
+ * ListMessageMoveTasks: the source's newest tasks first, as SQS lists
+ * them (TaskHandle only while RUNNING).  Needs manage on the source, as
+ * starting and cancelling do.
+ */
 static void
 act_list_message_move_tasks(SqsCall *call, StringInfo out)
 {
 	JsonbContainer *in = &call->input->root;
 	char	   *source = name_of_arn(req_str(in, "SourceArn"), "SourceArn");
 	int64		max = 1;
-	QueueRow	q;
+	TaskQueue	sq;
 	Datum		v[2];
 
 	(void) in_int(in, "MaxResults", 1, SQS_MOVE_TASKS_MAX, &max);
-	if (!fetch_queue(source, &q))
+	if (!task_queue(call, source, &sq))
 		sqs_fail(SQS_ERR_RESOURCE_NOT_FOUND, "The resource that you specified for the SourceArn parameter doesn't exist.");
-	/* the records are the tables' owner's; the caller sees the source */
-	v[0] = CStringGetTextDatum(q.name);
+	if (!sq.manage)
+		sqs_fail(SQS_ERR_ACCESS_DENIED, "Access to the resource %s is denied.",
+				 sqs_queue_arn(call, source));
+	v[0] = Int64GetDatum(sq.id);
 	v[1] = Int64GetDatum(max);
 	run_as_owner(P_TASK_LIST, v, NULL);
 	check_result_cols(8);
@@ -2622,9 +2736,9 @@ act_list_message_move_tasks(SqsCall *call, StringInfo out)
 	{
 		bool		first = true;
 		bool		isnull;
-		char	   *status = col_text(r, 4);
-		char	   *dest = col_text(r, 3);
-		char	   *reason = col_text(r, 8);
+		char	   *status = col_text(r, 3);
+		char	   *dest = col_text(r, 2);
+		char	   *reason = col_text(r, 7);
 		Datum		d;
 
 		if (r > 0)
@@ -2633,17 +2747,20 @@ act_list_message_move_tasks(SqsCall *call, StringInfo out)
 		if (status != NULL && strcmp(status, "RUNNING") == 0)
 			kv_str(out, &first, "TaskHandle", col_text(r, 1));
 		kv_str(out, &first, "Status", status ? status : "COMPLETED");
-		kv_str(out, &first, "SourceArn", sqs_queue_arn(call, q.name));
+		kv_str(out, &first, "SourceArn", sqs_queue_arn(call, source));
 		if (dest != NULL)
 			kv_str(out, &first, "DestinationArn", sqs_queue_arn(call, dest));
-		d = col(r, 5, &isnull);
+		d = col(r, 8, &isnull);
+		if (!isnull)
+			kv_int(out, &first, "MaxNumberOfMessagesPerSecond", DatumGetInt32(d));
+		d = col(r, 4, &isnull);
 		kv_int(out, &first, "ApproximateNumberOfMessagesMoved", isnull ? 0 : DatumGetInt64(d));
-		d = col(r, 6, &isnull);
+		d = col(r, 5, &isnull);
 		if (!isnull)
 			kv_int(out, &first, "ApproximateNumberOfMessagesToMove", DatumGetInt64(d));
 		if (reason != NULL)
 			kv_str(out, &first, "FailureReason", reason);
-		d = col(r, 7, &isnull);
+		d = col(r, 6, &isnull);
 		if (!isnull)
 			kv_int(out, &first, "StartedTimestamp", epoch_ms(DatumGetTimestampTz(d)));
 		appendStringInfoChar(out, '}');
@@ -2651,14 +2768,31 @@ act_list_message_move_tasks(SqsCall *call, StringInfo out)
 	appendStringInfoString(out, "]}");
 }
 
+/*
+ * CancelMessageMoveTask: a RUNNING task of a source the caller manages
+ * becomes CANCELLED (the worker's slice under way finishes first: it
+ * holds the row); answers how many it moved.
+ */
 static void
 act_cancel_message_move_task(SqsCall *call, StringInfo out)
 {
 	char	   *handle = req_str(&call->input->root, "TaskHandle");
+	Datum		v[2];
+	bool		isnull;
+	bool		first = true;
+	int64		moved;
 
-	/* every task ran to its end inside StartMessageMoveTask */
-	sqs_fail(SQS_ERR_RESOURCE_NOT_FOUND,
-			 "No running message move task has the handle %s.", handle);
+	v[0] = CStringGetTextDatum(handle);
+	v[1] = ObjectIdGetDatum(call->auth.role);
+	run_as_owner(P_TASK_CANCEL, v, NULL);
+	if (SPI_processed == 0)
+		sqs_fail(SQS_ERR_RESOURCE_NOT_FOUND,
+				 "No running message move task has the handle %s.", handle);
+	check_result_cols(1);
+	moved = DatumGetInt64(col(0, 1, &isnull));
+	appendStringInfoChar(out, '{');
+	kv_int(out, &first, "ApproximateNumberOfMessagesMoved", moved);
+	appendStringInfoChar(out, '}');
 }
 
 static void

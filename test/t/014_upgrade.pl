@@ -349,14 +349,40 @@ my ($rc16, $out16, $err16) = $node->psql('old',
 	"SELECT queue.create('up_bad.fifo', fifo => true, max_in_flight_per_group => 2)");
 like($err16, qr/argument "max_in_flight_per_group" is for standard queues/, '1.6: the cap is refused on a FIFO queue');
 
+# 1.6 -> 1.7: message move tasks run in the background (issue 34), keyed
+# by their source queue's id.  1.6's records (all COMPLETED, keyed by name)
+# come through keyed by the id their source has now; a record whose source
+# no longer exists is dropped, as a dropped queue's tasks are from 1.7 on.
+$before_peek = sql($peek);
+is(sql(q(
+SELECT queue.create('up_mv_dlq') > 0;
+INSERT INTO queue._move_tasks (task_handle, source_queue, destination_queue, status, moved, to_move,
+	started_at, failure_reason)
+VALUES ('h16', 'up_mv_dlq', NULL, 'COMPLETED', 3, 3, now() - interval '1 hour', NULL),
+	   ('h16gone', 'up_mv_gone', 'up_mv_dlq', 'COMPLETED', 1, 1, now(), NULL);
+SELECT count(*) FROM queue._move_tasks;
+)), "t\n2", '1.6: two move task records, one of a queue that is gone');
+sql("ALTER EXTENSION queue UPDATE TO '1.7'");
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.7', 'updated to 1.7');
+is(sql($peek), $before_peek, '1.7: every message unchanged, in delivery order');
+is(sql(q(
+SELECT string_agg(t.task_handle || ' ' || (t.source_queue_id = q.queue_id) || ' ' || t.status || ' ' ||
+	t.moved || ' ' || t.to_move || ' ' || (t.role IS NULL) || ' ' || (t.ended_at = t.started_at), ', ')
+FROM queue._move_tasks t, queue._queues q WHERE q.queue_name = 'up_mv_dlq';
+SELECT count(*) FROM queue._move_tasks;
+SELECT queue.drop('up_mv_dlq');
+SELECT count(*) FROM queue._move_tasks;
+)), "h16 true COMPLETED 3 3 true true\n1\nt\n0",
+	'1.7: the record comes through keyed by its queue\'s id, the orphan is dropped, and a dropped queue takes its records');
+
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
 $node->safe_psql('fresh', q(
 CREATE EXTENSION queue;
 GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
 ));
-is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.6',
-	'a fresh install is 1.6');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.7',
+	'a fresh install is 1.7');
 sub schema_dump
 {
 	my ($db) = @_;
@@ -408,7 +434,7 @@ like($err, qr/schema "queue" is owned by role "up_squatter", who is not a superu
 is($node->safe_psql('squatted', "SELECT count(*) FROM pg_extension WHERE extname = 'queue'"), '0',
 	'and installs nothing');
 $node->safe_psql('squatted', 'DROP SCHEMA queue; CREATE SCHEMA queue; CREATE EXTENSION queue');
-is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.6',
+is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.7',
 	'a schema queue that a superuser made is used');
 
 $node->stop;

@@ -88,9 +88,10 @@ is( $node->safe_psql('postgres', q(
 	WHERE queue_name = 'act_src')),
 	'act_dlq 1', 'RedrivePolicy is dead_letter_queue and max_receive_count');
 is( $node->safe_psql('postgres', q(
-	SELECT count(*) FROM queue._move_tasks WHERE source_queue = 'act_dlq'
-	AND status = 'COMPLETED' AND moved = 1)),
-	'1', 'StartMessageMoveTask recorded its task');
+	SELECT count(*) FROM queue._move_tasks t JOIN queue._queues q ON q.queue_id = t.source_queue_id
+	WHERE q.queue_name = 'act_dlq' AND t.status = 'COMPLETED' AND t.moved = 1
+	AND t.role = 'sqs_app'::regrole)),
+	'1', 'StartMessageMoveTask recorded its task, keyed by the queue\'s id, run as its role');
 
 # sent in SQL with plain JSON attributes, received over HTTP
 $node->safe_psql('postgres', q(

@@ -417,7 +417,13 @@ for my $p ('json', 'query')
 	$a = expect($app, $p, 'StartMessageMoveTask', { SourceArn => "$arn:$dlq" }, 200);
 	my ($handle) = $a->{body} =~ /"?TaskHandle"?\s*[:>]\s*"?([^"<]+)/;
 	ok($handle, "$p StartMessageMoveTask: a task handle");
-	$a = expect($app, $p, 'ListMessageMoveTasks', { SourceArn => "$arn:$dlq" }, 200);
+	# the queue worker runs it in the background
+	for (1 .. 100)
+	{
+		$a = expect($app, $p, 'ListMessageMoveTasks', { SourceArn => "$arn:$dlq" }, 200);
+		last if $a->{body} =~ /COMPLETED/;
+		select(undef, undef, undef, 0.1);
+	}
 	like($a->{body}, qr/COMPLETED/, "$p ListMessageMoveTasks: the task completed");
 	expect($app, $p, 'CancelMessageMoveTask', { TaskHandle => $handle // 'x' }, 404, 'ResourceNotFoundException');
 	$a = expect($app, $p, 'ReceiveMessage', { QueueUrl => "$base/$dsrc", WaitTimeSeconds => 2 }, 200);

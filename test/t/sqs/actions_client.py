@@ -331,10 +331,15 @@ def main():
     status, r = json_call('StartMessageMoveTask', {'SourceArn': arn('act_dlq')})
     check('StartMessageMoveTask', status == 200 and 'TaskHandle' in r, (status, r))
     handle = r.get('TaskHandle', 'none')
+    # the queue worker runs the task in the background
+    for _ in range(100):
+        status, r = json_call('ListMessageMoveTasks', {'SourceArn': arn('act_dlq'), 'MaxResults': 10})
+        res = r.get('Results', [])
+        if res and res[0].get('Status') != 'RUNNING':
+            break
+        time.sleep(0.1)
     m = sqs.receive_message(QueueUrl=sq).get('Messages', [])
     check('move task: back in its source', [x['Body'] for x in m] == ['poison'], m)
-    status, r = json_call('ListMessageMoveTasks', {'SourceArn': arn('act_dlq'), 'MaxResults': 10})
-    res = r.get('Results', [])
     check('ListMessageMoveTasks', status == 200 and len(res) == 1 and
           res[0].get('Status') == 'COMPLETED' and res[0].get('SourceArn') == arn('act_dlq') and
           res[0].get('ApproximateNumberOfMessagesMoved') == 1, (status, r))
