@@ -33,7 +33,8 @@
  * takes the other road (a process per job, connected as the job's role);
  * a consumer process serves many batches, so it needs the sandbox.
  *
- * May call: PostgreSQL only.  Called by: worker.c, consumer_worker.c.
+ * May call: PostgreSQL only.  Called by: worker.c, sweep.c, failed.c,
+ * move_task.c, consumer_worker.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -41,6 +42,7 @@
 
 #include "access/xact.h"
 #include "miscadmin.h"
+#include "postmaster/bgworker.h"
 #include "storage/lock.h"
 #include "utils/acl.h"
 #include "utils/guc.h"
@@ -113,6 +115,46 @@ queue_pin_process_settings(void)
 				 errmsg("queue background process could not take back its own identity")));
 	if (own_xact)
 		CommitTransactionCommand();
+}
+
+/*
+ * The queue worker serves every queue of its database, its consumers'
+ * processes and its move tasks from one loop: a lock some role's open
+ * transaction holds (an open purge, a move, a row of the registry) must
+ * not stop it.  Its lock waits end after QUEUE_WORKER_LOCK_TIMEOUT ms; the
+ * statement that waited fails, and what it was for is tried again on a
+ * later pass (queue_recover).
+ */
+#define QUEUE_WORKER_LOCK_TIMEOUT "100"
+
+void
+queue_bound_lock_waits(void)
+{
+	SetConfigOption("lock_timeout", QUEUE_WORKER_LOCK_TIMEOUT, PGC_SUSET, PGC_S_OVERRIDE);
+}
+
+/*
+ * After an error in one of a background process's own transactions:
+ * report it (a lock it would not wait for at DEBUG1 only: it is tried
+ * again, and a held lock would otherwise log a line every pass) and
+ * abandon the transaction; the caller's memory context is cxt again.
+ */
+void
+queue_recover(MemoryContext cxt)
+{
+	ErrorData  *edata;
+
+	MemoryContextSwitchTo(cxt);
+	edata = CopyErrorData();
+	if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
+		EmitErrorReport();
+	FlushErrorState();
+	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+		ereport(DEBUG1,
+				(errmsg("%s: %s; tried again later", MyBgworkerEntry ?
+						MyBgworkerEntry->bgw_type : "queue", edata->message)));
+	AbortCurrentTransaction();
+	MemoryContextSwitchTo(cxt);
 }
 
 /*

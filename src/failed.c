@@ -1042,10 +1042,7 @@ queue_failed_apply_all(MemoryContext cxt)
 		}
 		PG_CATCH();
 		{
-			MemoryContextSwitchTo(cxt);
-			EmitErrorReport();
-			FlushErrorState();
-			AbortCurrentTransaction();
+			queue_recover(cxt);
 		}
 		PG_END_TRY();
 	}

@@ -610,6 +610,8 @@ typedef struct QueueSandbox
 	int			nestlevel;
 } QueueSandbox;
 extern void queue_pin_process_settings(void);
+extern void queue_bound_lock_waits(void);
+extern void queue_recover(MemoryContext cxt);
 extern void queue_sandbox_enter(QueueSandbox *sb, Oid role, const char *search_path,
 								const char *statement_timeout);
 extern void queue_sandbox_leave(QueueSandbox *sb);

@@ -494,10 +494,7 @@ queue_move_tasks_advance(MemoryContext cxt)
 	}
 	PG_CATCH();
 	{
-		MemoryContextSwitchTo(cxt);
-		EmitErrorReport();
-		FlushErrorState();
-		AbortCurrentTransaction();
+		queue_recover(cxt);
 		refreshed_at = start;
 	}
 	PG_END_TRY();
@@ -517,10 +514,7 @@ queue_move_tasks_advance(MemoryContext cxt)
 		}
 		PG_CATCH();
 		{
-			MemoryContextSwitchTo(cxt);
-			EmitErrorReport();
-			FlushErrorState();
-			AbortCurrentTransaction();
+			queue_recover(cxt);
 			t->due = GetCurrentTimestamp() + MOVE_RETRY_MS * INT64CONST(1000);
 		}
 		PG_END_TRY();

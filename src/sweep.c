@@ -98,6 +98,18 @@ queue_row_gone(QueueRow *q)
 	return gone;
 }
 
+/*
+ * After an error in a sweep: report it (elevated.c), abandon the
+ * transaction and the sweep's memory; the worker goes on with the next
+ * queue.
+ */
+static void
+sweep_recover(MemoryContext cxt)
+{
+	queue_recover(cxt);
+	MemoryContextReset(cxt);
+}
+
 /* Run one sweep statement; returns rows affected (or the first column). */
 static uint64
 sweep_exec(const char *sql, int nargs, Oid *types, Datum *values)
@@ -381,8 +393,9 @@ queue_sweep_list(bool *extension_exists, const int64 *ids, int nids)
 										   " (extract(epoch FROM retention) * 1000000)::int8,"
 										   " (extract(epoch FROM deduplication_window) * 1000000)::int8,"
 										   " dead_letter_queue IS NOT NULL, queue_name,"
-										   " CASE WHEN fifo AND %s THEN pg_catalog.pg_relation_size("
-										   "  pg_catalog.to_regclass('queue_data.g' || queue_id)) END,"
+										   " CASE WHEN fifo AND %s THEN (SELECT c.relpages::pg_catalog.int8"
+										   "  FROM pg_catalog.pg_class c WHERE c.oid OPERATOR(pg_catalog.=)"
+										   "  pg_catalog.to_regclass('queue_data.g' OPERATOR(pg_catalog.||) queue_id)) END,"
 										   " %s FROM queue._queues r%s",
 										   has_layout ? "r.dedicated" : "true",
 										   has_layout ? "NOT r.dedicated, coalesce(r.store_id, r.queue_id)" :
@@ -404,7 +417,8 @@ queue_sweep_list(bool *extension_exists, const int64 *ids, int nids)
 			q->dedup_window = DatumGetInt64(SPI_getbinval(tup, desc, 4, &isnull));
 			q->has_dlq = DatumGetBool(SPI_getbinval(tup, desc, 5, &isnull));
 			q->name = TextDatumGetCString(SPI_getbinval(tup, desc, 6, &isnull));
-			q->g_blocks = DatumGetInt64(SPI_getbinval(tup, desc, 7, &isnull)) / BLCKSZ;
+			/* pg_class's count, not the file's: no lock to wait for */
+			q->g_blocks = DatumGetInt64(SPI_getbinval(tup, desc, 7, &isnull));
 			if (isnull)
 				q->g_blocks = 0;
 			q->shared = DatumGetBool(SPI_getbinval(tup, desc, 8, &isnull));
@@ -418,20 +432,6 @@ queue_sweep_list(bool *extension_exists, const int64 *ids, int nids)
 	}
 	CommitTransactionCommand();
 	return queues;
-}
-
-/*
- * After an error in a sweep: report it, abandon the transaction and the
- * sweep's memory; the worker goes on with the next queue.
- */
-static void
-sweep_recover(MemoryContext cxt)
-{
-	MemoryContextSwitchTo(cxt);
-	EmitErrorReport();
-	FlushErrorState();
-	AbortCurrentTransaction();
-	MemoryContextReset(cxt);
 }
 
 /*

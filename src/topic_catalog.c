@@ -366,47 +366,67 @@ void
 queue_topic_sweep(void)
 {
 	TimestampTz now = GetCurrentTimestamp();
-	int			rc;
-	uint64		ntopics;
-	int64	   *ids;
+	MemoryContext cxt = CurrentMemoryContext;
 
 	if (!TimestampDifferenceExceeds(topic_swept_at, now, 60 * 1000))
 		return;
 	topic_swept_at = now;
-	StartTransactionCommand();
-	SPI_connect();
-	PushActiveSnapshot(GetTransactionSnapshot());
-	if (!OidIsValid(get_relname_relid("_topics", get_namespace_oid("queue", true))))
-		rc = 0;					/* no topics before 1.2 */
-	else
-		rc = SPI_execute("SELECT topic_id FROM queue._topics", true, 0);
-	if (rc == SPI_OK_SELECT)
+	PG_TRY();
 	{
-		ntopics = SPI_processed;
-		ids = palloc(Max(ntopics, 1) * sizeof(int64));
-		for (uint64 i = 0; i < ntopics; i++)
-		{
-			bool		isnull;
+		int			rc;
+		uint64		ntopics;
+		int64	   *ids;
 
-			ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
-												 SPI_tuptable->tupdesc, 1, &isnull));
-		}
-		for (uint64 i = 0; i < ntopics; i++)
+		StartTransactionCommand();
+		SPI_connect();
+		PushActiveSnapshot(GetTransactionSnapshot());
+		if (!OidIsValid(get_relname_relid("_topics", get_namespace_oid("queue", true))))
+			rc = 0;				/* no topics before 1.2 */
+		else
+			rc = SPI_execute("SELECT topic_id FROM queue._topics", true, 0);
+		if (rc == SPI_OK_SELECT)
 		{
-			char		relname[NAMEDATALEN];
+			ntopics = SPI_processed;
+			ids = palloc(Max(ntopics, 1) * sizeof(int64));
+			for (uint64 i = 0; i < ntopics; i++)
+			{
+				bool		isnull;
 
-			snprintf(relname, sizeof(relname), "t" INT64_FORMAT, ids[i]);
-			if (!OidIsValid(queue_data_relid(relname)))
-				continue;		/* dropped since */
-			(void) SPI_execute(psprintf("DELETE FROM queue_data.t" INT64_FORMAT
-										" WHERE accepted_at <= now() - interval '"
-										INT64_FORMAT " microseconds'",
-										ids[i], QUEUE_TOPIC_DEDUP_WINDOW), false, 0);
+				ids[i] = DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[i],
+													 SPI_tuptable->tupdesc, 1, &isnull));
+			}
+			for (uint64 i = 0; i < ntopics; i++)
+			{
+				char		relname[NAMEDATALEN];
+
+				snprintf(relname, sizeof(relname), "t" INT64_FORMAT, ids[i]);
+				if (!OidIsValid(queue_data_relid(relname)))
+					continue;	/* dropped since */
+
+				/*
+				 * Ids an open publish holds are skipped, not waited for
+				 * (the worker's lock waits are bounded, elevated.c)
+				 */
+				(void) SPI_execute(psprintf("DELETE FROM queue_data.t" INT64_FORMAT
+											" WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
+											"SELECT ctid FROM queue_data.t" INT64_FORMAT
+											" WHERE accepted_at OPERATOR(pg_catalog.<=) now()"
+											" OPERATOR(pg_catalog.-) interval '" INT64_FORMAT " microseconds'"
+											" FOR UPDATE SKIP LOCKED))",
+											ids[i], ids[i], QUEUE_TOPIC_DEDUP_WINDOW), false, 0);
+			}
 		}
+		SPI_finish();
+		PopActiveSnapshot();
+		CommitTransactionCommand();
 	}
-	SPI_finish();
-	PopActiveSnapshot();
-	CommitTransactionCommand();
+	PG_CATCH();
+	{
+		/* a topic dropped in an open transaction, say: next time */
+		queue_recover(cxt);
+	}
+	PG_END_TRY();
+	MemoryContextSwitchTo(cxt);
 }
 
 void

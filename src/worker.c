@@ -573,6 +573,7 @@ queue_worker_main(Datum arg)
 	BackgroundWorkerUnblockSignals();
 	BackgroundWorkerInitializeConnectionByOid(dbid, InvalidOid, 0);
 	queue_pin_process_settings();
+	queue_bound_lock_waits();
 	pgstat_report_appname("queue worker");
 
 	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);

@@ -24,6 +24,13 @@
 #     naming another action, an unsigned X-Amz-Target, or a form body.
 #  5. NOLOGIN and VALID UNTIL in the past lock the key out (403
 #     InvalidClientTokenId); LOGIN again lets it back in.
+#  6. Everything at once: mallory holds the lock, moves 200,000 messages
+#     out of her dead-letter queue (StartMessageMoveTask answers at once),
+#     floods 40 unsigned 4 MiB bodies, and runs a consumer whose handler
+#     swallows every cancel at the cluster's whole consumer capacity: bob's
+#     requests answer in under 1 s each, bob's consumer (another database)
+#     handles its message within 60 s, and once the hog is dropped none of
+#     its processes remains.
 use strict;
 use warnings;
 
@@ -32,6 +39,7 @@ use lib $FindBin::RealBin;
 
 use IPC::Run;
 use JSON::PP;
+use Time::HiRes qw(time);
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
@@ -49,6 +57,7 @@ queue.sqs_listen = '127.0.0.1:$port'
 queue.sqs_workers = 1
 queue.sqs_account_id = '123456789012'
 queue.sqs_request_memory = '16MB'
+queue.max_consumer_processes = 4
 max_worker_processes = 24
 ));
 
@@ -160,6 +169,113 @@ sql('ALTER ROLE bob LOGIN VALID UNTIL \'2000-01-01\'');
 like(bob_lists(), qr/^403:.*InvalidClientTokenId/, 'VALID UNTIL in the past: refused');
 sql('ALTER ROLE bob VALID UNTIL \'infinity\'');
 is(bob_lists(), 'ok', 'LOGIN again: bob\'s key works again');
+
+# --- 6. everything at once ----------------------------------------------------
+# mallory holds the lock again, runs a 200,000-message move out of her
+# dead-letter queue, floods unsigned 4 MiB bodies and runs a consumer whose
+# handler swallows every cancel, at the cluster's whole consumer capacity;
+# bob's SQS requests and bob's consumer (another database) go on.
+sql(q(
+CREATE DATABASE bobdb;
+SET ROLE mallory;
+SELECT queue.create('mdest');
+SELECT queue.create('mdlq');
+SELECT queue.create('msrc', dead_letter_queue => 'mdlq', max_receive_count => 1);
+SELECT queue.create('mhog', visibility_timeout => '30s');
+RESET ROLE;
+));
+sql(q(SELECT count(*) FROM generate_series(1, 200) g,
+	LATERAL queue.send_batch('mdlq', ARRAY(SELECT 'm' || g || '_' || i FROM generate_series(1, 1000) i))));
+is(sql(q(SELECT visible FROM queue.stats WHERE queue_name = 'mdlq')), '200000',
+	'mallory\'s dead-letter queue holds 200,000 messages');
+sql(q(
+CREATE FUNCTION public.hog(msgs queue.message[]) RETURNS void LANGUAGE plpgsql AS $$
+DECLARE t0 timestamptz := pg_catalog.clock_timestamp();
+BEGIN
+	WHILE pg_catalog.clock_timestamp() < t0 + interval '300 s' LOOP
+		BEGIN
+			PERFORM pg_catalog.pg_sleep(0.1);
+		EXCEPTION WHEN query_canceled THEN
+			NULL;	-- swallowed
+		END;
+	END LOOP;
+END $$;
+GRANT EXECUTE ON FUNCTION public.hog(queue.message[]) TO mallory;
+SET ROLE mallory;
+SELECT count(*) FROM queue.send_batch('mhog', ARRAY(SELECT 'h' || i FROM generate_series(1, 16) i));
+SELECT queue.create_consumer('hog', 'mhog', 'public.hog(queue.message[])', concurrency => 4);
+RESET ROLE;
+));
+$node->safe_psql('bobdb', q(
+CREATE EXTENSION queue;
+GRANT USAGE ON SCHEMA queue TO bob;
+GRANT CREATE ON SCHEMA public TO bob;
+GRANT CREATE ON DATABASE bobdb TO bob;
+SET ROLE bob;
+CREATE TABLE public.handled (body text, at timestamptz DEFAULT clock_timestamp());
+CREATE FUNCTION public.bob_handler(msgs queue.message[]) RETURNS void LANGUAGE sql AS $$
+	INSERT INTO public.handled (body) SELECT m.body FROM pg_catalog.unnest(msgs) m
+$$;
+SELECT queue.create('bcq');
+RESET ROLE;
+));
+ok($node->poll_query_until('postgres',
+		q(SELECT count(*) = 4 FROM pg_stat_activity WHERE backend_type = 'queue consumer' AND application_name = 'hog')),
+	'mallory\'s hog holds every consumer process (4)');
+
+$locker = $node->background_psql('postgres');
+$locker->query_safe('SET ROLE mallory');
+$locker->query_safe('BEGIN');
+$locker->query_safe(q(SELECT queue.purge('mq.fifo')));
+my $move = wire('start_move', 'arn:aws:sqs:us-east-1:123456789012:mdlq',
+	'arn:aws:sqs:us-east-1:123456789012:mdest');
+note(sprintf('StartMessageMoveTask of 200,000 messages answered %d in %.1f ms', $move->{status}, $move->{ms}));
+is($move->{status}, 200, 'the move task starts');
+cmp_ok($move->{ms}, '<', 1000, '... and answers at once');
+
+my $t0 = time();
+$node->safe_psql('bobdb', q(SET ROLE bob;
+	SELECT queue.create_consumer('bc', 'bcq', 'public.bob_handler(queue.message[])');
+	SELECT queue.send('bcq', 'for bob');));
+my $storm = wire('storm', 6, 'bq', 'mq.fifo', 8, 40);
+note(sprintf('bob during the storm (lock, move, 40 unsigned 4 MiB bodies, hog consumer): %d requests, p50 %.1f ms, max %.1f ms; flood answers %s; mallory\'s sends %s',
+		$storm->{requests}, $storm->{lat_p50}, $storm->{lat_max}, encode_json($storm->{answers}),
+		encode_json([ map { $_->[0] } @{ $storm->{hostile} } ])));
+is_deeply($storm->{bad}, [], 'bob: every request answered 200 during the storm');
+cmp_ok($storm->{lat_max}, '<', 1000, 'bob: each request in under 1 s during the storm');
+my $got = 0;
+for (1 .. 600)
+{
+	$got = $node->safe_psql('bobdb', q(SELECT count(*) FROM public.handled WHERE body = 'for bob'));
+	last if $got;
+	sleep(0.1);
+}
+ok($got, 'bob\'s consumer handles its message')
+  or diag($node->safe_psql('bobdb', q(SELECT * FROM queue.consumers)) . "\n"
+	  . sql(q(SELECT datname, backend_type, application_name, state, wait_event_type, wait_event, left(query, 60)
+	  FROM pg_stat_activity WHERE backend_type LIKE 'queue%')));
+my $handled = $node->safe_psql('bobdb', q(SELECT extract(epoch FROM at) FROM public.handled)) - $t0;
+note(sprintf('bob\'s consumer handled its message %.1f s after it was sent', $handled));
+cmp_ok($handled, '<', 60, '... within 60 s');
+is(sql(q(SELECT count(*) FROM pg_stat_activity WHERE backend_type LIKE 'queue%' AND backend_type <> 'queue consumer'
+	AND wait_event_type = 'Lock')), '0', 'no queue worker or endpoint worker waits on mallory\'s lock');
+$locker->query_safe('COMMIT');
+$locker->quit;
+
+ok($node->poll_query_until('postgres',
+		q(SELECT status = 'COMPLETED' FROM queue._move_tasks t JOIN queue._queues q ON q.queue_id = t.source_queue_id
+		  WHERE q.queue_name = 'mdlq' ORDER BY t.started_at DESC LIMIT 1)),
+	'the move completes');
+is(sql(q(SELECT visible FROM queue.stats WHERE queue_name = 'mdest')), '200000', 'every message moved, once')
+  or diag(sql(q(SELECT t.status, t.moved, t.to_move, t.upto_id, t.failure_reason FROM queue._move_tasks t))
+	. "\n" . sql(q(SELECT visible, in_flight, delayed FROM queue.stats WHERE queue_name IN ('mdlq', 'mdest'))));
+
+my $t1 = time();
+sql(q(SET ROLE mallory; SELECT queue.drop_consumer('hog');));
+ok($node->poll_query_until('postgres',
+		q(SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'queue consumer' AND application_name = 'hog')),
+	'no process of the dropped hog remains');
+note(sprintf('the dropped hog\'s processes were gone %.1f s after drop_consumer', time() - $t1));
 
 is(sql(q(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'queue sqs worker')), '1',
 	'the worker still runs');

@@ -29,6 +29,9 @@ phase prints one JSON object on stdout:
         and a JSON body naming PurgeQueue, with a form body naming
         PurgeQueue, with an unsigned X-Amz-Target and no body; each status
         and code
+    storm SECS QUEUE HQUEUE NSEND NFLOOD
+        all at once: NSEND hostile sends to HQUEUE (locked), NFLOOD unsigned
+        4 MiB bodies, and the bystander for SECS seconds
     start_move SOURCE_ARN DEST_ARN
         the hostile role's StartMessageMoveTask: its status and time
 """
@@ -216,6 +219,35 @@ def main():
             counts[k] = counts.get(k, 0) + 1
         out["answers"] = counts
         out["sent_max"] = max((r["sent"] for r in results if r), default=0)
+    elif phase == "storm":
+        secs, queue, hqueue, nsend, nflood = float(args[0]), args[1], args[2], int(args[3]), int(args[4])
+        hostile = [None] * nsend
+
+        def send(i):
+            status, ms, doc = call((hkey, hsecret), "SendMessage", {
+                "QueueUrl": queue_url(hqueue), "MessageBody": "s%d" % i,
+                "MessageGroupId": "g", "MessageDeduplicationId": "s%d" % i},
+                timeout=60)
+            hostile[i] = [status, round(ms), doc.get("__type")]
+        results = [None] * nflood
+        stop = threading.Event()
+        ts = [threading.Thread(target=send, args=(i,)) for i in range(nsend)]
+        fs = [threading.Thread(target=flood_conn,
+                               args=("unsigned", 4 * 1024 * 1024, results, i, stop))
+              for i in range(nflood)]
+        for t in ts + fs:
+            t.start()
+        time.sleep(0.2)
+        bystander(secs, queue, out)
+        stop.set()
+        for t in ts + fs:
+            t.join()
+        out["hostile"] = hostile
+        counts = {}
+        for r in results:
+            k = r["status"] if r else "lost"
+            counts[k] = counts.get(k, 0) + 1
+        out["answers"] = counts
     elif phase == "presigned":
         queue = args[0]
         creds = Credentials(hkey, hsecret)
