@@ -94,8 +94,10 @@ cp -a "$REPO/test" "$W/test"
 # the exporter's queries file (examples/prometheus), which 017_exporter
 # reads from $TESTDIR.
 [ -d "$REPO/examples" ] && cp -a "$REPO/examples" "$W/examples"
-# README.md, whose sql blocks 021_readme_sql runs as written.
+# README.md and docs/, whose sql blocks 021_readme_sql and 033_docs_sql run
+# as written.
 cp -a "$REPO/README.md" "$W/README.md"
+[ -d "$REPO/docs" ] && cp -a "$REPO/docs" "$W/docs"
 rm -rf "$W/test/expected"
 mkdir -p "$W/test/expected" "$W/out/regress" "$W/out/isolation" "$W/tmp" "$W/tmp_check" "$W/logs"
 [ -d "$REPO/expected" ] && cp -a "$REPO/expected/." "$W/test/expected/"

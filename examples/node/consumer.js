@@ -10,7 +10,7 @@
 // so after max_receive_count failures the next receive moves it to the
 // dead-letter queue.  (Without savepoints a plain ROLLBACK gives the same
 // rule for the whole batch: the extension counts rolled-back receives, see
-// README "Rolled-back receives"; but one poison message would then take its
+// docs/dead-letters.md, "Rolled-back receives"; but one poison message would then take its
 // neighbours to the dead-letter queue with it.)
 //
 // SIGINT (Ctrl-C) does not interrupt a batch: the batch in hand is finished

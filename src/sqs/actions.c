@@ -21,7 +21,7 @@
  * caught here: in a subtransaction when the action goes on (batch
  * entries), or turned into the SQS error at once when it does not.
  *
- * Choices where SQS and the SQL API differ (README documents them):
+ * Choices where SQS and the SQL API differ (docs/sqs-api.md documents them):
  *	- FifoThroughputLimit is accepted (perQueue | perMessageGroupId) but
  *	  not stored; it reads back perMessageGroupId when the deduplication
  *	  scope is messageGroup, else perQueue.

@@ -86,7 +86,7 @@ shared_preload_libraries = $preload
 shared_buffers = 1GB
 max_connections = 80
 # A waiting receive whose client left is noticed within a second (the
-# long-poll runs follow each other; see README "Long polling").
+# long-poll runs follow each other; see docs/long-polling.md).
 client_connection_check_interval = 1000
 max_wal_size = 8GB
 # counters for every queue of the many-queues section (up to 100,000 and
@@ -163,8 +163,8 @@ EOF
 # largest batch.
 # the create's layout argument: the kind's (BENCH_DEDICATED, run.sh), every
 # queue dedicated (BENCH_LAYOUT=dedicated), or none for a build before 1.4
-# (BENCH_LAYOUT=old), to compare a dedicated queue with 1.3 (README
-# "Benchmarks")
+# (BENCH_LAYOUT=old), to compare a dedicated queue with 1.3 (docs/commands.md,
+# make bench)
 layout_arg() {
 	case ${BENCH_LAYOUT:-} in
 	old) ;;

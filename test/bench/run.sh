@@ -107,7 +107,7 @@
 #   BENCH_LAYOUT       the queues' layout: each kind's (empty: shared, and
 #                      dedicated for the *_ded kinds), dedicated (every
 #                      queue), or old (no layout argument: a build before
-#                      1.4, with STORAGE_PAIRS=0; see README "Benchmarks")
+#                      1.4, with STORAGE_PAIRS=0; see docs/commands.md, make bench)
 #   BENCH_FLOOR_ONLY=1 measure the floor only; the extension may be missing
 #   BENCH_KEEP=1       keep the cluster's folder (logs) after the run
 #   PG_CONFIG          which PostgreSQL (default: pg_config on PATH)

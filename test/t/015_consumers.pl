@@ -314,7 +314,7 @@ ok($node->poll_query_until('postgres',
 		  . " FROM queue.consumers WHERE consumer_name = 'c_low'"),
 	'a revoke of receive: failing with 42501');
 
-# --- handlers that settle messages themselves (README "Consumers") ---------------
+# --- handlers that settle messages themselves (docs/consumers.md) -----------------
 sql(q(
 SELECT queue.create('sq');
 CREATE FUNCTION public.h_self_delete(msgs queue.message[]) RETURNS void LANGUAGE sql AS $$

@@ -1,10 +1,9 @@
-# README.md's opening sections run as written.  Every ```sql block from the
-# top of README.md to the heading "## Commands" is read from README.md itself
-# (never a copy, so the two cannot drift) and run, in order, through psql
-# with ON_ERROR_STOP on a cluster with the extension preloaded.  Each "## "
-# section runs in a database of its own, created empty: each is a
-# walkthrough that starts with CREATE EXTENSION.  A block must succeed,
-# unless README marks it, on the line before its fence, with
+# README.md runs as written.  Every ```sql block of README.md is read from
+# README.md itself and run, in order, by test/t/DocTest.pm (which says how,
+# and how docs/*.md, run by 033_docs_sql, are run the same way): each "## "
+# section in a database of its own, created empty, since each of README's
+# sections is a walkthrough that starts with CREATE EXTENSION.  A block must
+# succeed, unless README marks it, on the line before its fence, with
 #
 #   <!-- doc-test: expect-error 42501 -->
 #
@@ -26,103 +25,20 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use QueueWorkerNode;
+use DocTest;
 
 my $readme = "$FindBin::RealBin/../../README.md";
-open(my $fh, '<', $readme) or BAIL_OUT("cannot read $readme: $!");
-my @lines = <$fh>;
-close($fh);
-
-# --- Extract the blocks: [section, first line number, sql, expected error] --
-
-my @blocks;
-my $section = '(top)';
-my $end_found = 0;
-for (my $i = 0; $i < @lines; $i++)
-{
-	my $line = $lines[$i];
-	if ($line =~ /^## (.*?)\s*$/)
-	{
-		if ($1 eq 'Commands')
-		{
-			$end_found = 1;
-			last;
-		}
-		$section = $1;
-		next;
-	}
-	next unless $line =~ /^```sql\s*$/;
-
-	# the directive, if any, is the last non-blank line before the fence
-	my $expect;
-	for (my $j = $i - 1; $j >= 0; $j--)
-	{
-		next if $lines[$j] =~ /^\s*$/;
-		if ($lines[$j] =~ /<!--\s*doc-test:\s*(.*?)\s*-->/)
-		{
-			my $directive = $1;
-			if ($directive =~ /^expect-error\s+([0-9A-Z]{5})$/)
-			{
-				$expect = $1;
-			}
-			else
-			{
-				fail("README.md line " . ($j + 1) . ": unknown doc-test directive \"$directive\"");
-			}
-		}
-		last;
-	}
-
-	my $start = $i + 1;
-	my $sql = '';
-	for ($i++; $i < @lines && $lines[$i] !~ /^```\s*$/; $i++)
-	{
-		$sql .= $lines[$i];
-	}
-	BAIL_OUT("README.md line $start: ```sql block never closed") if $i >= @lines;
-	push @blocks, { section => $section, line => $start, sql => $sql, expect => $expect };
-}
-ok($end_found, 'README.md has the heading "## Commands" that ends the tested range');
-ok(scalar(@blocks) > 0, scalar(@blocks) . ' sql blocks before "## Commands"');
-
-# --- Run them: one fresh database per section -------------------------------
+my $lead = 'A producer and a consumer';
+my @blocks = DocTest::blocks($readme, 'README.md');
+ok(scalar(grep { $_->{kind} eq 'run' } @blocks) > 0, scalar(@blocks) . ' sql blocks in README.md');
+DocTest::check_links($readme, name => 'README.md');
 
 my $node = QueueWorkerNode::start('readme');
-
-my %dbname;
-my $ndb = 0;
-for my $b (@blocks)
-{
-	my $s = $b->{section};
-	if (!defined $dbname{$s})
-	{
-		$dbname{$s} = 'readme_' . ++$ndb;
-		$node->safe_psql('postgres', "CREATE DATABASE $dbname{$s}");
-	}
-	my $what = "README.md line $b->{line} ($s)";
-	my ($out, $err) = ('', '');
-	my $rc = $node->psql(
-		$dbname{$s}, $b->{sql},
-		stdout => \$out,
-		stderr => \$err,
-		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-	note("$what printed:\n$out") if $out ne '';
-	if (defined $b->{expect})
-	{
-		ok($rc == 3 && $err =~ /ERROR:\s+\Q$b->{expect}\E:/,
-			"$what fails with $b->{expect}, as README says")
-		  or diag("exit $rc\n$err");
-	}
-	else
-	{
-		ok($rc == 0 && $err !~ /ERROR:/, "$what runs as written")
-		  or diag("exit $rc\n$err");
-	}
-}
+my $run = DocTest::run_page($node, $readme, name => 'README.md', prefix => 'readme', keep => [$lead]);
 
 # --- The lead recipe: one poison message among healthy ones -----------------
 
-my $lead = 'A producer and a consumer';
-my $db = $dbname{$lead};
+my $db = $run->{db}{$lead};
 my ($proc) = map { $_->{sql} =~ /CREATE\s+(?:OR\s+REPLACE\s+)?PROCEDURE\s+([\w.]+)\s*\(/i ? $1 : () }
   grep { $_->{section} eq $lead } @blocks;
 ok(defined $db && defined $proc, "\"$lead\" defines a consumer procedure")
