@@ -410,8 +410,8 @@ queue_topic_sweep(void)
 				(void) SPI_execute(psprintf("DELETE FROM queue_data.t" INT64_FORMAT
 											" WHERE ctid OPERATOR(pg_catalog.=) ANY (ARRAY("
 											"SELECT ctid FROM queue_data.t" INT64_FORMAT
-											" WHERE accepted_at OPERATOR(pg_catalog.<=) now()"
-											" OPERATOR(pg_catalog.-) interval '" INT64_FORMAT " microseconds'"
+											" WHERE accepted_at OPERATOR(pg_catalog.<=) (now()"
+											" OPERATOR(pg_catalog.-) interval '" INT64_FORMAT " microseconds')"
 											" FOR UPDATE SKIP LOCKED))",
 											ids[i], ids[i], QUEUE_TOPIC_DEDUP_WINDOW), false, 0);
 			}
