@@ -130,43 +130,39 @@ def private_kb(pids):
 
 
 def flood_conn(mode, size, results, i, stop):
+    """Headers declaring size bytes of body, then (unless the server has
+    answered at the headers) all of the body but one byte; held open until
+    stop.  results[i]: the answer's status ("none": still reading) and the
+    bytes sent."""
     s = socket.create_connection(("127.0.0.1", int(port)))
-    s.settimeout(0.5)
     hdr = ("POST / HTTP/1.1\r\nHost: %s\r\nContent-Type: application/x-amz-json-1.0\r\n"
            "X-Amz-Target: AmazonSQS.ListQueues\r\nContent-Length: %d\r\n" % (host, size))
     if mode == "claimed":
         hdr += ("Authorization: AWS4-HMAC-SHA256 Credential=%s/20260101/us-east-1/sqs/"
                 "aws4_request, SignedHeaders=host, Signature=%s\r\n" % (hkey, "0" * 64))
     s.sendall((hdr + "\r\n").encode())
-    chunk = b"x" * 65536
-    left = size - 1
+    sent = 0
     answer = b""
+    s.settimeout(0.5)
     try:
-        while left > 0 and not stop.is_set():
-            try:
-                sent = s.send(chunk[:min(len(chunk), left)])
-                left -= sent
-            except socket.timeout:
-                pass
-            try:
-                got = s.recv(4096, socket.MSG_DONTWAIT)
-                if got:
-                    answer += got
-                    break
-                break
-            except (BlockingIOError, socket.timeout):
-                pass
-    except OSError:
-        pass
-    if not answer:
+        answer = s.recv(4096)       # an answer at the headers comes at once
+    except socket.timeout:
+        s.settimeout(30)
         try:
-            s.settimeout(0.2)
+            s.sendall(b"x" * (size - 1))
+            sent = size - 1
+        except OSError:
+            pass
+        s.settimeout(0.2)
+        try:
             answer = s.recv(4096)
         except OSError:
             pass
+    except OSError:
+        pass
     line = answer.split(b"\r\n", 1)[0].decode("latin-1")
     results[i] = {"status": line.split(" ")[1] if line.startswith("HTTP/") else "none",
-                  "sent": size - 1 - left}
+                  "sent": sent}
     stop.wait()
     s.close()
 
