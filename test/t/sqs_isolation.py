@@ -171,6 +171,15 @@ def flood_conn(mode, size, results, i, stop):
     s.close()
 
 
+def hostile_send(hqueue, tag, answers, i):
+    """One hostile SendMessage to the FIFO queue hqueue: [status, ms, type]."""
+    status, ms, doc = call((hkey, hsecret), "SendMessage", {
+        "QueueUrl": queue_url(hqueue), "MessageBody": "%s%d" % (tag, i),
+        "MessageGroupId": "g", "MessageDeduplicationId": "%s%d" % (tag, i)},
+        timeout=60)
+    answers[i] = [status, round(ms), doc.get("__type")]
+
+
 def main():
     out = {"phase": phase}
     if phase == "bystander":
@@ -178,14 +187,8 @@ def main():
     elif phase == "locked":
         secs, queue, hqueue, n = float(args[0]), args[1], args[2], int(args[3])
         hostile = [None] * n
-
-        def send(i):
-            status, ms, doc = call((hkey, hsecret), "SendMessage", {
-                "QueueUrl": queue_url(hqueue), "MessageBody": "h%d" % i,
-                "MessageGroupId": "g", "MessageDeduplicationId": "d%d" % i},
-                timeout=60)
-            hostile[i] = [status, round(ms), doc.get("__type")]
-        ts = [threading.Thread(target=send, args=(i,)) for i in range(n)]
+        ts = [threading.Thread(target=hostile_send, args=(hqueue, "h", hostile, i))
+              for i in range(n)]
         for t in ts:
             t.start()
         time.sleep(0.2)
@@ -222,16 +225,10 @@ def main():
     elif phase == "storm":
         secs, queue, hqueue, nsend, nflood = float(args[0]), args[1], args[2], int(args[3]), int(args[4])
         hostile = [None] * nsend
-
-        def send(i):
-            status, ms, doc = call((hkey, hsecret), "SendMessage", {
-                "QueueUrl": queue_url(hqueue), "MessageBody": "s%d" % i,
-                "MessageGroupId": "g", "MessageDeduplicationId": "s%d" % i},
-                timeout=60)
-            hostile[i] = [status, round(ms), doc.get("__type")]
         results = [None] * nflood
         stop = threading.Event()
-        ts = [threading.Thread(target=send, args=(i,)) for i in range(nsend)]
+        ts = [threading.Thread(target=hostile_send, args=(hqueue, "s", hostile, i))
+              for i in range(nsend)]
         fs = [threading.Thread(target=flood_conn,
                                args=("unsigned", 4 * 1024 * 1024, results, i, stop))
               for i in range(nflood)]
