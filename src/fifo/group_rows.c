@@ -40,65 +40,15 @@
 #include "fifo/queue_fifo.h"
 
 /*
- * A relation of queue_data by name, for the direct reads below.
- */
-static Oid
-data_relid(const char *name)
-{
-	Oid			relid = queue_data_relid(name);
-
-	if (!OidIsValid(relid))
-		elog(ERROR, "relation queue_data.%s does not exist", name);
-	return relid;
-}
-
-/* Columns of q<id> and g<id> (queue--1.0.sql), 1-based; checked below. */
-#define QCOL_MESSAGE_ID		1
-#define QCOL_VISIBLE_AT		2
-#define QCOL_RECEIVE_COUNT	7
-#define QCOL_GROUP			8
-#define GCOL_LEASED_UPTO	4
-
-static void
-check_column(Oid relid, const char *name, AttrNumber expected)
-{
-	if (get_attnum(relid, name) != expected)
-		elog(ERROR, "column %s of relation %u is not column %d", name, relid, expected);
-}
-
-/*
- * The relations the reads below use, looked up once per cache entry: the
- * queue's own (dedicated) or the shared FIFO tables, whose key column
- * comes last so the columns read here have the same numbers in both.
+ * The relations the reads below use: catalog.c looks them up with the
+ * rest of a FIFO queue's cache entry (the queue's own, dedicated, or the
+ * shared FIFO tables, their columns checked there).
  */
 static void
 fifo_relations(QueueMeta *q)
 {
-	Oid			group_relid;
-
-	if (OidIsValid(q->group_relid))
-		return;
-	if (q->shared)
-	{
-		q->msg_pkey = data_relid("fifo_messages_pkey");
-		q->msg_group_idx = data_relid("fifo_messages_group");
-		q->group_pkey = data_relid("groups_pkey");
-		group_relid = data_relid("groups");
-	}
-	else
-	{
-		q->msg_pkey = data_relid(psprintf("q" INT64_FORMAT "_pkey", q->id));
-		q->msg_group_idx = data_relid(psprintf("q" INT64_FORMAT "_group", q->id));
-		q->group_pkey = data_relid(psprintf("g" INT64_FORMAT "_pkey", q->id));
-		group_relid = data_relid(psprintf("g" INT64_FORMAT, q->id));
-	}
-	check_column(q->relid, "message_id", QCOL_MESSAGE_ID);
-	check_column(q->relid, "visible_at", QCOL_VISIBLE_AT);
-	check_column(q->relid, "receive_count", QCOL_RECEIVE_COUNT);
-	check_column(q->relid, "message_group_id", QCOL_GROUP);
-	check_column(group_relid, "leased_upto", GCOL_LEASED_UPTO);
-	/* last: it says the others are set */
-	q->group_relid = group_relid;
+	if (!OidIsValid(q->group_relid))
+		elog(ERROR, "the group tables of FIFO queue \"%s\" do not exist", q->name);
 }
 
 /* Where a group stands, read from its messages. */

@@ -288,6 +288,48 @@ free_entry(CacheEntry *e)
 	}
 }
 
+
+static bool
+column_is(Oid relid, const char *name, AttrNumber expected)
+{
+	return OidIsValid(relid) && get_attnum(relid, name) == expected;
+}
+
+/*
+ * A FIFO queue's group relations, for fifo/group_rows.c's direct reads:
+ * the queue's own (dedicated) or the shared FIFO tables, whose key column
+ * comes last so the columns read there have the same numbers in both.
+ * Left unset (group_relid invalid, which group_rows.c refuses) when one is
+ * missing or its columns are not where they are read.
+ */
+static void
+fifo_relations(QueueMeta *q)
+{
+	Oid			group_relid;
+
+	if (q->shared)
+	{
+		q->msg_pkey = queue_data_relid("fifo_messages_pkey");
+		q->msg_group_idx = queue_data_relid("fifo_messages_group");
+		q->group_pkey = queue_data_relid("groups_pkey");
+		group_relid = queue_data_relid("groups");
+	}
+	else
+	{
+		q->msg_pkey = queue_data_relid(psprintf("q" INT64_FORMAT "_pkey", q->id));
+		q->msg_group_idx = queue_data_relid(psprintf("q" INT64_FORMAT "_group", q->id));
+		q->group_pkey = queue_data_relid(psprintf("g" INT64_FORMAT "_pkey", q->id));
+		group_relid = queue_data_relid(psprintf("g" INT64_FORMAT, q->id));
+	}
+	if (OidIsValid(q->msg_pkey) && OidIsValid(q->msg_group_idx) && OidIsValid(q->group_pkey) &&
+		column_is(q->relid, "message_id", QCOL_MESSAGE_ID) &&
+		column_is(q->relid, "visible_at", QCOL_VISIBLE_AT) &&
+		column_is(q->relid, "receive_count", QCOL_RECEIVE_COUNT) &&
+		column_is(q->relid, "message_group_id", QCOL_GROUP) &&
+		column_is(group_relid, "leased_upto", GCOL_LEASED_UPTO))
+		q->group_relid = group_relid;	/* last: it says the others are set */
+}
+
 /* Read one queue's registry row into e; false if there is none. */
 static bool
 load_entry(CacheEntry *e, text *name)
@@ -406,6 +448,8 @@ load_entry(CacheEntry *e, text *name)
 	e->meta.group_pkey = InvalidOid;
 	e->meta.msg_group_idx = InvalidOid;
 	e->meta.msg_pkey = InvalidOid;
+	if (e->meta.fifo)
+		fifo_relations(&e->meta);
 	return true;
 }
 

@@ -128,6 +128,17 @@ typedef struct QueueMeta
 	Oid			msg_pkey;		/* q<id>_pkey */
 } QueueMeta;
 
+/*
+ * Columns of q<id> and g<id> (queue--1.0.sql; the shared tables put their
+ * key column last, so the numbers hold for both), 1-based: fifo/group_rows.c
+ * reads them directly, catalog.c checks them when it caches a FIFO queue.
+ */
+#define QCOL_MESSAGE_ID		1
+#define QCOL_VISIBLE_AT		2
+#define QCOL_RECEIVE_COUNT	7
+#define QCOL_GROUP			8
+#define GCOL_LEASED_UPTO	4
+
 /* catalog.c */
 extern void queue_check_name(text *name, const char *argname);
 extern QueueMeta *queue_lookup(text *name);
