@@ -10,7 +10,10 @@
 
 EXTENSION  = queue
 MODULE_big = queue
-OBJS       = $(patsubst %.c,%.o,$(wildcard src/*.c))
+# src/queue.c and one folder per layer (src/common ... src/worker, each
+# folder's queue_<folder>.h says what it owns); src/sqs/ is a library of its
+# own (below), not part of OBJS.
+OBJS       = $(patsubst %.c,%.o,$(wildcard src/*.c) $(filter-out src/sqs/%,$(wildcard src/*/*.c)))
 DATA       = $(wildcard sql/queue--*.sql)
 PG_CPPFLAGS = -I$(srcdir)/src
 PG_CFLAGS   = -Wall -Wmissing-prototypes -Werror=implicit-function-declaration
@@ -107,4 +110,4 @@ ifneq ($(shell cat $(PG_STAMP) 2>/dev/null),$(PG_CONFIG) $(VERSION))
 $(shell echo '$(PG_CONFIG) $(VERSION)' >$(PG_STAMP))
 endif
 endif
-$(OBJS): src/internal.h src/compat.h $(PG_STAMP)
+$(OBJS): $(wildcard src/*.h src/*/*.h) $(PG_STAMP)

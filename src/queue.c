@@ -15,7 +15,11 @@
 #include "fmgr.h"
 #include "utils/guc.h"
 
-#include "internal.h"
+#include "common/queue_common.h"
+#include "storage/queue_storage.h"
+#include "lease/queue_lease.h"
+#include "push/queue_push.h"
+#include "worker/queue_worker.h"
 
 PG_MODULE_MAGIC;
 

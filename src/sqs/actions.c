@@ -57,7 +57,7 @@
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
 
-#include "compat.h"
+#include "common/compat.h"
 #include "core_api.h"
 #include "sqs.h"
 

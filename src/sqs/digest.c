@@ -20,7 +20,7 @@
 #include "common/base64.h"
 #include "common/md5.h"
 
-#include "compat.h"
+#include "common/compat.h"
 #include "sqs.h"
 
 /* One attribute, as the encoding needs it. */

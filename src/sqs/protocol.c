@@ -40,7 +40,7 @@
 #include "utils/snapmgr.h"
 #include "utils/timeout.h"
 
-#include "compat.h"
+#include "common/compat.h"
 #include "sqs.h"
 
 #define SQS_XMLNS "http://queue.amazonaws.com/doc/2012-11-05/"

@@ -45,7 +45,7 @@
 #include "utils/memutils.h"
 #include "utils/timestamp.h"
 
-#include "compat.h"
+#include "common/compat.h"
 #include "core_api.h"
 #include "sqs.h"
 

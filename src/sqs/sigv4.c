@@ -54,7 +54,7 @@
 #include "utils/datetime.h"
 #include "utils/syscache.h"
 
-#include "compat.h"
+#include "common/compat.h"
 #include "sqs.h"
 
 #define SIGV4_ALGORITHM			"AWS4-HMAC-SHA256"

@@ -25,7 +25,7 @@
 #ifndef QUEUE_SQS_H
 #define QUEUE_SQS_H
 
-#include "compat.h"				/* pg_noreturn before PostgreSQL 16 */
+#include "common/compat.h"				/* pg_noreturn before PostgreSQL 16 */
 #include "lib/stringinfo.h"
 #include "utils/elog.h"
 #include "utils/jsonb.h"

@@ -17,7 +17,7 @@
 
 #include "mb/pg_wchar.h"
 
-#include "compat.h"
+#include "common/compat.h"
 #include "sqs.h"
 
 /*

@@ -1,0 +1,442 @@
+/*-------------------------------------------------------------------------
+ *
+ * group_rows.c
+ *	  The group bookkeeping of FIFO sends, deletes and visibility changes,
+ *	  done with direct index scans and row locks.
+ *
+ * Around each FIFO send and delete the group work is mostly reading a few
+ * index entries: which of a send's groups have no row yet, which groups a
+ * delete's messages are in, a group's first message and the end of its
+ * leases after a change.  A statement that reads two index entries costs
+ * several times the reading itself (starting and ending a plan of
+ * subqueries), so those reads are index scans here, with a snapshot taken
+ * after the locks that make it sufficient (fifo.c says which), and a
+ * delete locks its groups' rows with table_tuple_lock as FOR UPDATE would.
+ * Every write is a plain statement of plans.c (a group row by key).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/genam.h"
+#include "access/stratnum.h"
+#include "access/table.h"
+#include "access/tableam.h"
+#include "access/xact.h"
+#include "catalog/pg_collation.h"
+#include "catalog/pg_type.h"
+#include "executor/spi.h"
+#include "executor/tuptable.h"
+#include "utils/array.h"
+#include "utils/builtins.h"
+#include "utils/fmgroids.h"
+#include "utils/lsyscache.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
+
+#include "common/queue_common.h"
+#include "storage/queue_storage.h"
+#include "fifo/queue_fifo.h"
+
+/*
+ * The relations the reads below use: catalog.c looks them up with the
+ * rest of a FIFO queue's cache entry (the queue's own, dedicated, or the
+ * shared FIFO tables, their columns checked there).
+ */
+static void
+fifo_relations(QueueMeta *q)
+{
+	if (!OidIsValid(q->group_relid))
+		elog(ERROR, "the group tables of FIFO queue \"%s\" do not exist", q->name);
+}
+
+/* Where a group stands, read from its messages. */
+typedef struct GroupHead
+{
+	bool		empty;
+	int64		head;			/* its first message */
+	TimestampTz available_at;	/* when it can deliver next */
+} GroupHead;
+
+/* A table and one of its indexes, opened for the reads below. */
+typedef struct IndexedRel
+{
+	Relation	rel;
+	Relation	index;
+	TupleTableSlot *slot;		/* where a scan's rows land */
+} IndexedRel;
+
+static void
+open_indexed(IndexedRel *r, Oid relid, Oid indexid, LOCKMODE mode)
+{
+	r->rel = table_open(relid, mode);
+	r->index = index_open(indexid, AccessShareLock);
+	r->slot = table_slot_create(r->rel, NULL);
+}
+
+/* The locks stay until the transaction ends, as a statement's would. */
+static void
+close_indexed(IndexedRel *r)
+{
+	ExecDropSingleTupleTableSlot(r->slot);
+	index_close(r->index, NoLock);
+	table_close(r->rel, NoLock);
+}
+
+/*
+ * An index scan of r by its first key column equal to key: a group id
+ * (byte order, as the columns' COLLATE "C") or a message id; in the
+ * shared tables, after the queue's store id (the index's first column).
+ */
+static IndexScanDesc
+scan_by_key(QueueMeta *q, IndexedRel *r, Snapshot snap, Datum key, bool is_group)
+{
+	ScanKeyData k[2];
+	int			att = 1;
+	IndexScanDesc scan;
+
+	if (q->shared)
+		ScanKeyInit(&k[att++ - 1], 1, BTEqualStrategyNumber, F_INT8EQ,
+					Int64GetDatum(q->store_id));
+	if (is_group)
+		ScanKeyEntryInitialize(&k[att - 1], 0, att, BTEqualStrategyNumber, InvalidOid,
+							   C_COLLATION_OID, F_TEXTEQ, key);
+	else
+		ScanKeyInit(&k[att - 1], att, BTEqualStrategyNumber, F_INT8EQ, key);
+	scan = queue_index_beginscan(r->rel, r->index, snap, att, 0);
+	index_rescan(scan, k, att, NULL, 0);
+	return scan;
+}
+
+/* The first row of r by key, into r->slot; false if there is none. */
+static bool
+fetch_by_key(QueueMeta *q, IndexedRel *r, Snapshot snap, Datum key, bool is_group)
+{
+	IndexScanDesc scan = scan_by_key(q, r, snap, key, is_group);
+	bool		found = index_getnext_slot(scan, ForwardScanDirection, r->slot);
+
+	index_endscan(scan);
+	return found;
+}
+
+/*
+ * The state of each group, read from the messages with a snapshot taken
+ * now (so after the caller's locks; it shows this transaction's own
+ * changes too).  The head is the first message left; the group can
+ * deliver next when its head turns visible, or when the leases it has in
+ * flight end.  In-flight messages are those of the group's last receive
+ * (a group in flight gives nothing to others), so they lie between the
+ * head and the last id that receive leased (leased_upto, on the group's
+ * row): only that stretch is read, however long the group.  Read by
+ * direct index scans: a statement costs far more than the few index
+ * entries it reads here.
+ */
+static void
+read_group_states(QueueMeta *q, int ngroups, Datum *groups, GroupHead *st)
+{
+	IndexedRel	msgs;
+	IndexedRel	grps;
+	Snapshot	snap = RegisterSnapshot(GetLatestSnapshot());
+	TimestampTz now = GetCurrentTimestamp();
+
+	open_indexed(&msgs, q->relid, q->msg_group_idx, AccessShareLock);
+	open_indexed(&grps, q->group_relid, q->group_pkey, AccessShareLock);
+	for (int i = 0; i < ngroups; i++)
+	{
+		IndexScanDesc scan;
+		int64		leased_upto = 0;
+		TimestampTz lease = DT_NOBEGIN;
+		bool		isnull;
+
+		if (fetch_by_key(q, &grps, snap, groups[i], true))
+		{
+			Datum		d = slot_getattr(grps.slot, GCOL_LEASED_UPTO, &isnull);
+
+			if (!isnull)
+				leased_upto = DatumGetInt64(d);
+		}
+
+		st[i].empty = true;
+		scan = scan_by_key(q, &msgs, snap, groups[i], true);
+		while (index_getnext_slot(scan, ForwardScanDirection, msgs.slot))
+		{
+			int64		id = DatumGetInt64(slot_getattr(msgs.slot, QCOL_MESSAGE_ID, &isnull));
+			TimestampTz vis = DatumGetTimestampTz(slot_getattr(msgs.slot, QCOL_VISIBLE_AT, &isnull));
+
+			if (st[i].empty)
+			{
+				st[i].empty = false;
+				st[i].head = id;
+				st[i].available_at = vis;
+			}
+			if (id > leased_upto)
+				break;
+			if (DatumGetInt32(slot_getattr(msgs.slot, QCOL_RECEIVE_COUNT, &isnull)) > 0 &&
+				vis > now && vis > lease)
+				lease = vis;
+		}
+		index_endscan(scan);
+		if (!st[i].empty && lease > st[i].available_at)
+			st[i].available_at = lease;
+	}
+	close_indexed(&grps);
+	close_indexed(&msgs);
+	UnregisterSnapshot(snap);
+}
+
+/*
+ * Run a statement over rows (group id, head, available_at): the form of
+ * one row (scalars) when there is one, else the one of arrays.
+ */
+static void
+group_rows_statement(QueueMeta *q, QueuePlanKind one, QueuePlanKind many, int rc_ok,
+					 int n, Datum *groups, int64 *heads, Datum *avail)
+{
+	Datum		args[3];
+	int			rc;
+
+	if (n == 0)
+		return;
+	if (n == 1)
+	{
+		args[0] = groups[0];
+		args[1] = Int64GetDatum(heads[0]);
+		args[2] = avail[0];
+	}
+	else
+	{
+		args[0] = queue_text_array(n, groups, NULL);
+		args[1] = queue_int8_array(n, heads);
+		args[2] = PointerGetDatum(construct_array(avail, n, TIMESTAMPTZOID, 8,
+												  FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+	}
+	rc = queue_exec(q, n == 1 ? one : many, args, NULL, false, 0);
+	if (rc != rc_ok)
+		elog(ERROR, "writing message groups failed: %s", SPI_result_code_string(rc));
+}
+
+/* Write what read_group_states found: new heads, and rows that go. */
+static void
+write_group_states(QueueMeta *q, int ngroups, Datum *groups, GroupHead *st)
+{
+	Datum	   *set_groups = palloc(ngroups * sizeof(Datum));
+	int64	   *heads = palloc(ngroups * sizeof(int64));
+	Datum	   *avail = palloc(ngroups * sizeof(Datum));
+	Datum	   *drop = palloc(ngroups * sizeof(Datum));
+	int			nset = 0;
+	int			ndrop = 0;
+
+	for (int i = 0; i < ngroups; i++)
+	{
+		if (st[i].empty)
+			drop[ndrop++] = groups[i];
+		else
+		{
+			set_groups[nset] = groups[i];
+			heads[nset] = st[i].head;
+			avail[nset] = TimestampTzGetDatum(st[i].available_at);
+			nset++;
+		}
+	}
+	group_rows_statement(q, QP_GROUP_SET_ONE, QP_GROUP_SET, SPI_OK_UPDATE,
+						 nset, set_groups, heads, avail);
+	if (ndrop > 0)
+	{
+		Datum		arg = queue_text_array(ndrop, drop, NULL);
+		int			rc = queue_exec(q, QP_GROUP_DROP, &arg, NULL, false, 0);
+
+		if (rc != SPI_OK_DELETE)
+			elog(ERROR, "dropping message groups failed: %s", SPI_result_code_string(rc));
+	}
+}
+
+/*
+ * Lock the scheduling rows of groups (sorted, unique) FOR UPDATE, in
+ * group-id byte order, waiting for whoever holds one: as a LockRows node
+ * would, READ COMMITTED locking the row's latest version, REPEATABLE READ
+ * failing if it changed since the transaction's snapshot.  A row gone
+ * (its group emptied meanwhile) is passed over.
+ */
+static void
+lock_group_rows(QueueMeta *q, int ngroups, Datum *groups)
+{
+	IndexedRel	grps;
+	bool		xact_snapshot = IsolationUsesXactSnapshot();
+
+	open_indexed(&grps, q->group_relid, q->group_pkey, RowShareLock);
+	for (int i = 0; i < ngroups; i++)
+	{
+		Snapshot	snap = RegisterSnapshot(xact_snapshot ? GetTransactionSnapshot() :
+											GetLatestSnapshot());
+		TM_FailureData tmfd;
+		TM_Result	res = TM_Deleted;
+
+		if (fetch_by_key(q, &grps, snap, groups[i], true))
+		{
+			ItemPointerData tid = grps.slot->tts_tid;
+
+			res = table_tuple_lock(grps.rel, &tid, snap, grps.slot,
+								   GetCurrentCommandId(true),
+								   LockTupleExclusive, LockWaitBlock,
+								   xact_snapshot ? 0 : TUPLE_LOCK_FLAG_FIND_LAST_VERSION,
+								   &tmfd);
+		}
+		UnregisterSnapshot(snap);
+		if (res == TM_Ok || (res == TM_Deleted && !xact_snapshot))
+			continue;
+		if (res == TM_Updated || res == TM_Deleted)
+			ereport(ERROR,
+					(errcode(ERRCODE_T_R_SERIALIZATION_FAILURE),
+					 errmsg("could not serialize access due to concurrent update")));
+		elog(ERROR, "unexpected result %d locking a message group", (int) res);
+	}
+	close_indexed(&grps);
+}
+
+/*
+ * Before a delete or visibility change of messages by id: lock the rows
+ * of their groups (those of the messages still there), as the top of
+ * fifo.c says they must be.  By direct index scans and row locks, not by a
+ * statement: this runs before every FIFO delete, and a statement to find
+ * a few rows costs several times what reading them does.
+ */
+void
+queue_fifo_lock_groups_of(QueueMeta *q, int n, const int64 *ids)
+{
+	IndexedRel	msgs;
+	Snapshot	snap;
+	Datum	   *groups = palloc(Max(n, 1) * sizeof(Datum));
+	int			ngroups = 0;
+
+	fifo_relations(q);
+	open_indexed(&msgs, q->relid, q->msg_pkey, AccessShareLock);
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	for (int i = 0; i < n; i++)
+	{
+		bool		isnull;
+
+		if (fetch_by_key(q, &msgs, snap, Int64GetDatum(ids[i]), false))
+		{
+			Datum		g = slot_getattr(msgs.slot, QCOL_GROUP, &isnull);
+
+			if (!isnull)
+				groups[ngroups++] = PointerGetDatum(PG_DETOAST_DATUM_COPY(g));
+		}
+	}
+	UnregisterSnapshot(snap);
+	close_indexed(&msgs);
+
+	ngroups = queue_sort_unique_texts(groups, ngroups);
+	lock_group_rows(q, ngroups, groups);
+}
+
+/*
+ * Which of the groups have no row (missing[i]); returns how many.  A
+ * sender asks, holding the groups' senders' locks: then no row can go
+ * (whoever empties a group takes those locks first) nor come (whoever
+ * adds one holds them), and the snapshot, taken after them, shows any row
+ * made before.  Groups with rows need nothing more from a send.
+ */
+int
+queue_fifo_missing_groups(QueueMeta *q, int ngroups, Datum *groups, bool *missing)
+{
+	IndexedRel	grps;
+	Snapshot	snap;
+	int			nmissing = 0;
+
+	fifo_relations(q);
+	open_indexed(&grps, q->group_relid, q->group_pkey, AccessShareLock);
+	snap = RegisterSnapshot(GetLatestSnapshot());
+	for (int i = 0; i < ngroups; i++)
+	{
+		missing[i] = !fetch_by_key(q, &grps, snap, groups[i], true);
+		if (missing[i])
+			nmissing++;
+	}
+	UnregisterSnapshot(snap);
+	close_indexed(&grps);
+	return nmissing;
+}
+
+/*
+ * Give rows to groups a send found without one (queue_fifo_missing_groups,
+ * under the same locks): each headed by heads[i], the first message the
+ * send put there, deliverable from available_at.
+ */
+void
+queue_fifo_new_groups(QueueMeta *q, int ngroups, Datum *groups,
+					  int64 *heads, TimestampTz available_at)
+{
+	Datum	   *avail = palloc(Max(ngroups, 1) * sizeof(Datum));
+
+	for (int i = 0; i < ngroups; i++)
+		avail[i] = TimestampTzGetDatum(available_at);
+	group_rows_statement(q, QP_GROUP_NEW_ONE, QP_GROUP_NEW, SPI_OK_INSERT,
+						 ngroups, groups, heads, avail);
+}
+
+/*
+ * Recompute the scheduling rows of groups (sorted, unique) whose messages
+ * changed; the caller holds the rows' locks.  Rows of groups left empty
+ * go, under the senders' locks and seen with a snapshot taken after them
+ * (see the top of fifo.c): the locks of the groups that did empty are
+ * kept until commit, the others' given back at once.
+ *
+ * Mostly nobody is sending to these groups right now, so the senders'
+ * locks of all of them are tried first, without waiting: when every one
+ * is had, one read after them is final for every group.  When one is not
+ * (a sender is at work there), those had are given back at once, never
+ * held while waiting for another (the locks must be waited for in hash
+ * order, fifo.c), and the groups found empty are locked in that order and
+ * read again.
+ */
+void
+queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups)
+{
+	GroupHead *st;
+	Datum	   *tried;
+	Datum	   *empty;
+	bool	   *keep;
+	int			nheld;
+	int			nempty = 0;
+
+	if (ngroups == 0)
+		return;
+	fifo_relations(q);
+	st = palloc(ngroups * sizeof(GroupHead));
+	keep = palloc(ngroups * sizeof(bool));
+	tried = palloc(ngroups * sizeof(Datum));
+	memcpy(tried, groups, ngroups * sizeof(Datum));
+	nheld = queue_fifo_try_lock_senders(q->id, ngroups, tried);
+	read_group_states(q, ngroups, groups, st);
+	if (nheld == ngroups)
+	{
+		for (int i = 0; i < ngroups; i++)
+			keep[i] = st[i].empty;
+		queue_fifo_unlock_senders(q->id, ngroups, groups, keep);
+		write_group_states(q, ngroups, groups, st);
+		return;
+	}
+	memset(keep, false, ngroups * sizeof(bool));
+	queue_fifo_unlock_senders(q->id, nheld, tried, keep);
+
+	empty = palloc(ngroups * sizeof(Datum));
+	for (int i = 0; i < ngroups; i++)
+		if (st[i].empty)
+			empty[nempty++] = groups[i];
+	if (nempty > 0)
+	{
+		GroupHead *again = palloc(nempty * sizeof(GroupHead));
+
+		queue_fifo_lock_senders(q, nempty, empty);
+		read_group_states(q, nempty, empty, again);
+		for (int k = 0; k < nempty; k++)
+			keep[k] = again[k].empty;
+		queue_fifo_unlock_senders(q->id, nempty, empty, keep);
+		for (int i = 0, k = 0; i < ngroups; i++)
+			if (st[i].empty)
+				st[i] = again[k++];
+	}
+	write_group_states(q, ngroups, groups, st);
+}

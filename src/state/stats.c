@@ -1,0 +1,614 @@
+/*-------------------------------------------------------------------------
+ *
+ * stats.c
+ *	  Per-queue cumulative counters, and the commit-time hand-off of
+ *	  counts and long-poll wake-ups.
+ *
+ * A call notes what it did in a small backend-local list; at commit the
+ * list goes to shared memory (counters by atomic add, wake-ups by
+ * broadcasting the queues' condition variables), at abort it is dropped,
+ * and so are the notes of a savepoint rolled back.  So a sent message is
+ * counted, and wakes a waiting receiver, only once a receiver can see it.
+ * A receive that rolls back hands its messages back at once, so it wakes
+ * waiters too.
+ *
+ * A prepared transaction's notes wait in shared memory under its GID
+ * (QueuePrepared, one slot per max_prepared_transactions) until COMMIT
+ * PREPARED applies them or ROLLBACK PREPARED drops them (waking whom an
+ * abort wakes); the utility hook (worker.c) tells us the GID of PREPARE
+ * TRANSACTION, and which GID a COMMIT or ROLLBACK PREPARED finished.  A
+ * slot keeps QUEUE_PREPARED_QUEUES queues: the counts of any further
+ * queue are lost, and its finish wakes every waiting receive of the
+ * cluster instead.  Slots do not survive a restart: a transaction
+ * prepared before one commits without counting and wakes no one (a
+ * waiting receive finds its messages when its wait ends).  Counts may be
+ * lost, messages never.
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "access/twophase.h"
+#include "access/xact.h"
+#include "funcapi.h"
+#include "miscadmin.h"
+#include "storage/proc.h"
+#include "utils/builtins.h"
+#include "utils/memutils.h"
+
+#include "common/queue_common.h"
+#include "storage/queue_storage.h"
+#include "state/queue_state.h"
+
+PG_FUNCTION_INFO_V1(queue_counters_sql);
+PG_FUNCTION_INFO_V1(queue_reset_counters_sql);
+
+typedef struct PendingQueue
+{
+	int64		queue_id;
+	SubTransactionId subid;		/* what it was noted in */
+	bool		forget;			/* dropped: free its counters at commit */
+	bool		wake_on_commit;
+	bool		wake_on_abort;
+	int64		c[QC_NUM];
+	int64		arrived;		/* messages moved in (queue_note_arrival) */
+	uint32		tenants;		/* QUEUE_TENANTS_* of sends to a queue with no slot yet */
+} PendingQueue;
+
+static PendingQueue *pending = NULL;
+static int	npending = 0;
+static int	maxpending = 0;
+static bool callback_registered = false;
+
+/* The GID of the PREPARE TRANSACTION this transaction is running, if any. */
+static char prepare_gid[GIDSIZE];
+static bool prepare_named = false;
+
+static void register_callbacks(void);
+static PendingQueue *pending_entry(int64 queue_id);
+
+/* The counter entry of a queue of this database, created on first use. */
+static QueueCounterEntry *
+counter_entry(int64 queue_id, bool create)
+{
+	QueueCounterEntry *found;
+
+	LWLockAcquire(queue_shared->lock, create ? LW_EXCLUSIVE : LW_SHARED);
+	found = queue_counter_probe(MyDatabaseId, queue_id, create);
+	LWLockRelease(queue_shared->lock);
+	return found;
+}
+
+/*
+ * A queue's committed counts, indexed by QC_* (all 0 for a queue that has
+ * no slot); false, and all 0, without shared memory.
+ */
+bool
+queue_counters_read(int64 queue_id, int64 *counts)
+{
+	QueueCounterEntry *e = NULL;
+
+	if (queue_shared != NULL)
+		e = counter_entry(queue_id, false);
+	for (int c = 0; c < QC_NUM; c++)
+		counts[c] = e ? (int64) pg_atomic_read_u64(&e->c[c]) : 0;
+	return queue_shared != NULL;
+}
+
+/*
+ * How many messages have come into a queue, by committed sends and by
+ * moves (dead letters in, redrives back): the worker's sign that a queue
+ * it found empty is not any more.  -1 when that cannot be told: without
+ * shared memory, or for a queue that has no counter slot (all taken).
+ */
+int64
+queue_arrival_count(int64 queue_id)
+{
+	QueueCounterEntry *e;
+
+	if (queue_shared == NULL)
+		return -1;
+	e = counter_entry(queue_id, false);
+	if (e == NULL)
+		return -1;
+	return (int64) (pg_atomic_read_u64(&e->c[QC_SENT]) +
+					pg_atomic_read_u64(&e->arrived));
+}
+
+/*
+ * A commit changed a queue (e its counter slot, NULL when it has none):
+ * name it to this database's worker, once until the worker looks (the
+ * slot's active flag), so a queue nothing happens to costs the worker
+ * nothing (worker.c).  The first commit after the worker looked pays one
+ * exclusive lock; the others, an atomic read.
+ */
+static QueueDbSlot *my_db_slot = NULL;	/* this database's, once it has one */
+
+static void
+note_active(QueueCounterEntry *e, int64 queue_id)
+{
+	if (e != NULL && (pg_atomic_read_u32(&e->active) != 0 ||
+					  pg_atomic_exchange_u32(&e->active, 1) != 0))
+		return;
+	/* (a stale read only costs the lock below) */
+	if (e == NULL && my_db_slot != NULL && my_db_slot->active_overflow)
+		return;
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	if (my_db_slot == NULL)
+		my_db_slot = queue_db_slot(MyDatabaseId, false);
+	if (my_db_slot != NULL)
+	{
+		if (e != NULL && my_db_slot->nactive < QUEUE_ACTIVE_IDS)
+			my_db_slot->active[my_db_slot->nactive++] = queue_id;
+		else
+			my_db_slot->active_overflow = true;
+	}
+	LWLockRelease(queue_shared->lock);
+}
+
+/*
+ * The worker takes the queues changed since it last looked, at most
+ * QUEUE_ACTIVE_IDS into ids, and clears their flags; true when it must
+ * look at every queue instead (it asks so at its start; too many; one
+ * without a counter slot; no slot for the database), in which case every
+ * flag of the database is cleared.  A commit that flags a queue after
+ * this names it again.
+ */
+bool
+queue_take_active(bool all, int64 *ids, int *nids)
+{
+	QueueDbSlot *s;
+
+	*nids = 0;
+	if (queue_shared == NULL)
+		return true;
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	s = queue_db_slot(MyDatabaseId, false);
+	all |= s == NULL || s->active_overflow;
+	if (all)
+	{
+		for (int i = 0; i < queue_shared->ncounters; i++)
+			if (queue_shared->counters[i].dbid == MyDatabaseId)
+				pg_atomic_write_u32(&queue_shared->counters[i].active, 0);
+	}
+	else
+	{
+		for (int i = 0; i < s->nactive; i++)
+		{
+			QueueCounterEntry *e = queue_counter_probe(MyDatabaseId, s->active[i], false);
+
+			if (e != NULL)
+				pg_atomic_write_u32(&e->active, 0);
+			ids[(*nids)++] = s->active[i];
+		}
+	}
+	if (s != NULL)
+	{
+		s->nactive = 0;
+		s->active_overflow = false;
+	}
+	LWLockRelease(queue_shared->lock);
+	return all;
+}
+
+/*
+ * A queue is dropped: its slot becomes reusable (and reads nothing).
+ */
+void
+queue_forget_counters(int64 queue_id)
+{
+	QueueCounterEntry *e;
+
+	if (queue_shared == NULL)
+		return;
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	e = queue_counter_probe(MyDatabaseId, queue_id, false);
+	if (e != NULL)
+		e->queue_id = 0;
+	LWLockRelease(queue_shared->lock);
+}
+
+/*
+ * A queue id is new (queue.create): zero any counters left by an earlier
+ * queue of that id (ids restart when the extension is created again).  Its
+ * slot is made when the create commits (an empty note does that), so the
+ * worker can tell from the start whether anything arrived in it.
+ */
+void
+queue_reset_counters(int64 queue_id)
+{
+	QueueCounterEntry *e;
+
+	if (queue_shared == NULL)
+		return;
+	e = counter_entry(queue_id, false);
+	if (e != NULL)
+	{
+		for (int c = 0; c < QC_NUM; c++)
+			pg_atomic_write_u64(&e->c[c], 0);
+		pg_atomic_write_u64(&e->arrived, 0);
+		pg_atomic_write_u32(&e->tenants, 0);
+	}
+	(void) pending_entry(queue_id);
+}
+
+/*
+ * What a transaction did to one queue takes effect: at commit its counts
+ * are added (or, dropped, the queue's slot freed) and the waiters a send
+ * wakes are woken; at abort only those a receive wakes.
+ */
+static void
+apply_counts(int64 queue_id, const int64 *counts, int64 arrived, uint32 tenants,
+			 bool forget, bool wake, bool commit)
+{
+	if (commit && forget)
+		queue_forget_counters(queue_id);
+	else if (commit)
+	{
+		QueueCounterEntry *e = counter_entry(queue_id, false);
+
+		if (e == NULL)
+			e = counter_entry(queue_id, true);
+		if (e != NULL)
+		{
+			for (int c = 0; c < QC_NUM; c++)
+				if (counts[c] != 0)
+					pg_atomic_fetch_add_u64(&e->c[c], counts[c]);
+			if (arrived != 0)
+				pg_atomic_fetch_add_u64(&e->arrived, arrived);
+			if (tenants != 0)
+				pg_atomic_fetch_or_u32(&e->tenants, tenants);
+		}
+		note_active(e, queue_id);
+	}
+	if (wake)
+		queue_wake(queue_id);
+}
+
+static void
+flush_pending(bool commit)
+{
+	for (int i = 0; i < npending && queue_shared != NULL; i++)
+	{
+		PendingQueue *p = &pending[i];
+
+		apply_counts(p->queue_id, p->c, p->arrived, p->tenants, p->forget,
+					 commit ? p->wake_on_commit : p->wake_on_abort, commit);
+	}
+	npending = 0;
+}
+
+/*
+ * PREPARE TRANSACTION: the utility hook names the GID before the
+ * transaction is prepared (at the end of the statement); the name lasts
+ * until the transaction ends, however it ends.
+ */
+void
+queue_prepare_gid(const char *gid)
+{
+	register_callbacks();
+	strlcpy(prepare_gid, gid, GIDSIZE);
+	prepare_named = true;
+}
+
+/*
+ * The transaction was prepared: keep its notes in a free slot (else the
+ * oldest slot's, which are lost) under its GID.  Notes of one queue made
+ * in several subtransactions become one.
+ */
+static void
+keep_prepared(void)
+{
+	QueuePrepared *slot = NULL;
+
+	if (queue_shared == NULL || queue_shared->nprepared == 0 ||
+		!prepare_named || npending == 0)
+		return;
+
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < queue_shared->nprepared; i++)
+	{
+		QueuePrepared *p = &queue_shared->prepared[i];
+
+		if (p->dbid == InvalidOid)
+		{
+			slot = p;
+			break;
+		}
+		if (slot == NULL || p->seq < slot->seq)
+			slot = p;
+	}
+	memset(slot, 0, sizeof(*slot));
+	slot->dbid = MyDatabaseId;
+	slot->seq = ++queue_shared->prepared_seq;
+	strlcpy(slot->gid, prepare_gid, GIDSIZE);
+	for (int i = 0; i < npending; i++)
+	{
+		PendingQueue *p = &pending[i];
+		QueuePreparedQueue *q = NULL;
+
+		for (int k = 0; k < slot->nqueues && q == NULL; k++)
+			if (slot->queues[k].queue_id == p->queue_id)
+				q = &slot->queues[k];
+		if (q == NULL && slot->nqueues == QUEUE_PREPARED_QUEUES)
+		{
+			slot->overflow = true;
+			continue;
+		}
+		if (q == NULL)
+		{
+			q = &slot->queues[slot->nqueues++];
+			q->queue_id = p->queue_id;
+		}
+		for (int c = 0; c < QC_NUM; c++)
+			q->c[c] += p->c[c];
+		q->arrived += p->arrived;
+		q->forget |= p->forget;
+		q->wake_on_commit |= p->wake_on_commit;
+		q->wake_on_abort |= p->wake_on_abort;
+	}
+	LWLockRelease(queue_shared->lock);
+}
+
+/*
+ * COMMIT PREPARED or ROLLBACK PREPARED of gid succeeded (the utility hook
+ * calls this after PostgreSQL did it): apply or drop what the prepared
+ * transaction noted, as its own commit or abort would have.
+ */
+void
+queue_finish_prepared(const char *gid, bool commit)
+{
+	QueuePrepared done;
+	bool		found = false;
+
+	if (queue_shared == NULL || queue_shared->nprepared == 0)
+		return;
+	LWLockAcquire(queue_shared->lock, LW_EXCLUSIVE);
+	for (int i = 0; i < queue_shared->nprepared && !found; i++)
+	{
+		QueuePrepared *p = &queue_shared->prepared[i];
+
+		if (p->dbid == MyDatabaseId && strcmp(p->gid, gid) == 0)
+		{
+			done = *p;
+			p->dbid = InvalidOid;
+			found = true;
+		}
+	}
+	LWLockRelease(queue_shared->lock);
+	if (!found)
+		return;
+
+	for (int k = 0; k < done.nqueues; k++)
+	{
+		QueuePreparedQueue *q = &done.queues[k];
+
+		apply_counts(q->queue_id, q->c, q->arrived, 0, q->forget,
+					 commit ? q->wake_on_commit : q->wake_on_abort, commit);
+	}
+	/* Queues it could not keep apart: wake every waiting receive. */
+	if (done.overflow)
+		queue_wake_all();
+}
+
+/*
+ * A savepoint rolled back takes its notes with it; what it received is
+ * visible again at once, so waiters are woken now.  Subtransaction ids
+ * grow, and a subtransaction ends before any later sibling starts, so the
+ * notes of the one aborting and of its children are those with an id at
+ * least its own.
+ */
+static void
+queue_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
+					   SubTransactionId parentSubid, void *arg)
+{
+	int			kept = 0;
+
+	if (event != SUBXACT_EVENT_ABORT_SUB)
+		return;
+	for (int i = 0; i < npending; i++)
+	{
+		if (pending[i].subid < mySubid)
+			pending[kept++] = pending[i];
+		else if (pending[i].wake_on_abort && queue_shared != NULL)
+			queue_wake(pending[i].queue_id);
+	}
+	npending = kept;
+}
+
+static void
+queue_xact_callback(XactEvent event, void *arg)
+{
+	switch (event)
+	{
+		case XACT_EVENT_COMMIT:
+		case XACT_EVENT_PARALLEL_COMMIT:
+			flush_pending(true);
+			break;
+		case XACT_EVENT_ABORT:
+		case XACT_EVENT_PARALLEL_ABORT:
+			flush_pending(false);
+			break;
+		case XACT_EVENT_PREPARE:
+			/* Applied or dropped when COMMIT / ROLLBACK PREPARED says. */
+			keep_prepared();
+			npending = 0;
+			break;
+		default:
+			return;
+	}
+	prepare_named = false;
+}
+
+/* Once per backend, at its first note. */
+static void
+register_callbacks(void)
+{
+	if (!callback_registered)
+	{
+		RegisterXactCallback(queue_xact_callback, NULL);
+		RegisterSubXactCallback(queue_subxact_callback, NULL);
+		callback_registered = true;
+	}
+}
+
+/* The pending entry of a queue in this transaction. */
+static PendingQueue *
+pending_entry(int64 queue_id)
+{
+	SubTransactionId subid = GetCurrentSubTransactionId();
+
+	register_callbacks();
+	for (int i = 0; i < npending; i++)
+		if (pending[i].queue_id == queue_id && pending[i].subid == subid)
+			return &pending[i];
+	if (npending == maxpending)
+	{
+		maxpending = maxpending == 0 ? 8 : maxpending * 2;
+		pending = pending == NULL ?
+			MemoryContextAlloc(TopMemoryContext, maxpending * sizeof(PendingQueue)) :
+			repalloc(pending, maxpending * sizeof(PendingQueue));
+	}
+	memset(&pending[npending], 0, sizeof(PendingQueue));
+	pending[npending].queue_id = queue_id;
+	pending[npending].subid = subid;
+	return &pending[npending++];
+}
+
+/*
+ * Note n events of one counter for a queue, to take effect at commit.  A
+ * send wakes long-pollers when it commits; a receive wakes them if it
+ * aborts (its messages are visible again at once).
+ */
+void
+queue_count(int64 queue_id, int counter, int64 n)
+{
+	PendingQueue *p = pending_entry(queue_id);
+
+	p->c[counter] += n;
+	if (counter == QC_SENT)
+		p->wake_on_commit = true;
+	if (counter == QC_RECEIVED)
+		p->wake_on_abort = true;
+}
+
+/*
+ * The kinds of message (QUEUE_TENANTS_*) a queue's sends carried, kept in
+ * its counter slot for fair.c; -1 without shared memory or a slot.
+ */
+int
+queue_tenant_kinds(int64 queue_id)
+{
+	QueueCounterEntry *e;
+
+	if (queue_shared == NULL)
+		return -1;
+	e = counter_entry(queue_id, false);
+	return e ? (int) pg_atomic_read_u32(&e->tenants) : -1;
+}
+
+/*
+ * A send carried these kinds: noted in the queue's slot now, or, for a
+ * queue that has none yet (made in this transaction), in the slot its
+ * commit makes.  Returns the kinds the slot holds now (kinds alone when
+ * that is at commit).
+ */
+uint32
+queue_note_tenant_kinds(int64 queue_id, uint32 kinds)
+{
+	QueueCounterEntry *e;
+
+	if (queue_shared == NULL)
+		return kinds;
+	e = counter_entry(queue_id, false);
+	if (e == NULL)
+	{
+		pending_entry(queue_id)->tenants |= kinds;
+		return kinds;
+	}
+	return pg_atomic_fetch_or_u32(&e->tenants, kinds) | kinds;
+}
+
+/* A dropped queue frees its counter slot when the drop commits. */
+void
+queue_forget_counters_at_commit(int64 queue_id)
+{
+	pending_entry(queue_id)->forget = true;
+}
+
+/*
+ * n messages were moved into a queue (not sent): noted, at commit, for
+ * queue_arrival_count; wakes long-pollers as a send does.
+ */
+void
+queue_note_arrival(int64 queue_id, int64 n)
+{
+	PendingQueue *p = pending_entry(queue_id);
+
+	p->arrived += n;
+	p->wake_on_commit = true;
+}
+
+/*
+ * A change the counters do not see (a lease made shorter or longer):
+ * only named to the worker at commit, whose schedule of the queue's
+ * dead letters it may change (note_active).
+ */
+void
+queue_note_change(int64 queue_id)
+{
+	(void) pending_entry(queue_id);
+}
+
+/* Wake long-pollers at commit without counting anything. */
+void
+queue_note_wakeup(int64 queue_id)
+{
+	pending_entry(queue_id)->wake_on_commit = true;
+}
+
+/*
+ * A count that wakes no one at commit: the topics' counters (topic.c), kept
+ * in the queues' table under keys no queue has.
+ */
+void
+queue_count_only(int64 key, int counter, int64 n)
+{
+	pending_entry(key)->c[counter] += n;
+}
+
+/* queue._reset_counters(queue_id, dropped), for queue.create and drop. */
+Datum
+queue_reset_counters_sql(PG_FUNCTION_ARGS)
+{
+	if (PG_GETARG_BOOL(1))
+		queue_forget_counters_at_commit(PG_GETARG_INT64(0));
+	else
+		queue_reset_counters(PG_GETARG_INT64(0));
+	PG_RETURN_VOID();
+}
+
+/* queue._counters(queue_id): one row, nulls without shared memory. */
+Datum
+queue_counters_sql(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[QC_NUM];
+	bool		nulls[QC_NUM];
+	int64		counts[QC_NUM] = {0};
+	bool		shared = queue_shared != NULL;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	if (!PG_ARGISNULL(0))
+	{
+		queue_check_may_see(PG_GETARG_INT64(0));	/* views.c */
+		shared = queue_counters_read(PG_GETARG_INT64(0), counts);
+	}
+	for (int c = 0; c < QC_NUM; c++)
+	{
+		nulls[c] = !shared;
+		values[c] = Int64GetDatum(counts[c]);
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
+}

@@ -1,0 +1,191 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue_storage.h
+ *	  Where a queue's messages live and how they are reached: the registry
+ *	  cache (QueueMeta), the prepared plans of the hot path, and direct inserts
+ *	  into the shared or dedicated tables (DESIGN.md "Storage").
+ *
+ * Files of src/storage/, top to bottom (a file calls only files below it):
+ *	  insert.c    direct inserts of messages and deduplication ids
+ *	  catalog.c   the per-backend cache of the registry, table lookups, queue locks
+ *	  plans.c     the statements of the hot path, prepared once per queue and kept
+ *
+ * May call: common/.  Nothing here includes or calls a folder above
+ * it (the layers, bottom to top: common, storage, access, state, fifo,
+ * lease, api, push, worker; then queue.c).
+ *
+ * Invariants:
+ *	  - A QueueMeta is valid until a relcache invalidation of its queue's table;
+ *	    plans are kept with it and freed with it.
+ *	  - Every statement here is schema-qualified and takes its values as
+ *	    parameters; table names are numeric (q<id>, g<id>, ...).
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QUEUE_STORAGE_H
+#define QUEUE_STORAGE_H
+
+#include "common/queue_common.h"
+
+/*
+ * The statements a queue needs on the hot path.  Each is prepared the first
+ * time a backend uses it on a queue and kept until the queue is altered or
+ * dropped.
+ */
+typedef enum QueuePlanKind
+{
+	QP_RECEIVE,
+	QP_DELETE,
+	QP_DELETE_BATCH,
+	QP_CHANGE_VIS,
+	QP_CHANGE_VIS_BATCH,
+	QP_RECEIPTS_OF,				/* current receipts of some message ids */
+	QP_PEEK,
+	QP_PEEK_FIFO,
+	QP_NEXT_VISIBLE,		/* long poll: when the next message turns visible */
+	QP_NEXT_AVAILABLE_FIFO,
+	QP_DEDUP_CLAIM,
+	QP_DEDUP_CLAIM_ONE,
+	QP_DEDUP_ORIGINALS,
+	QP_GROUP_NEW,				/* rows of groups a send starts */
+	QP_GROUP_NEW_ONE,
+	QP_GROUP_ADD_MOVED,
+	QP_GROUP_SET,				/* new heads of groups (group_rows.c) */
+	QP_GROUP_SET_ONE,
+	QP_GROUP_DROP,				/* rows of groups found empty */
+	QP_FIFO_RECEIVE,
+	QP_ATTEMPT_GET,
+	QP_ATTEMPT_MSGS,
+	QP_ATTEMPT_PUT,
+	QP_RECEIVE_DLQ,				/* receive of a queue with max_receive_count */
+	QP_FIFO_RECEIVE_DLQ,
+	QP_FIFO_RECEIVE_DLQ_MORE,	/* ... the rest of groups whose head moved */
+	QP_MOVE_TO_DLQ,				/* {L}: the dead-letter queue's table */
+	QP_FAILED_APPLY,			/* rolled-back receives counted (failed.c) */
+	QP_FAILED_LOCK,
+	QP_FAILED_LOCK_FIFO,
+	QP_RECEIVE_FIXUP,			/* a receive's leases that met rolled-back ones */
+	QP_FAILED_EXISTING,
+	QP_FAIR_WINDOW,				/* a fair receive's first look (fair.c) */
+	QP_FAIR_TENANTS,			/* ... its candidate tenants, all of them */
+	QP_FAIR_RECEIVE,			/* ... and its lease */
+	QP_GROUP_STATS,				/* per tenant counts (fair.c) */
+	QP_GROUP_STATS_FIFO,
+	QP_NUM_PLANS
+} QueuePlanKind;
+
+#define QUEUE_FAIR_ARGS		15	/* QP_FAIR_RECEIVE's parameters */
+
+/* The privileges of DESIGN.md "Access". */
+typedef enum QueuePriv
+{
+	QPRIV_SEND,
+	QPRIV_RECEIVE,
+	QPRIV_MANAGE,
+	QPRIV_NUM
+} QueuePriv;
+
+/*
+ * What a backend remembers of one queue.  Keyed by name; valid until a
+ * relcache invalidation of the queue's message table (sent by alter, drop,
+ * or any DDL on the table) removes it.
+ */
+typedef struct QueueMeta
+{
+	char		name[QUEUE_NAME_MAX + 1];	/* hash key */
+	int64		id;
+	Oid			relid;			/* queue_data.q<id>, or the shared message table */
+	bool		shared;			/* rows in the shared tables (DESIGN.md "Storage") */
+	int64		store_id;		/* their key in the shared message and group tables */
+	bool		fifo;
+	int64		visibility_timeout; /* all times in microseconds */
+	int64		delay;
+	int64		retention;
+	int32		max_message_size;
+	int64		receive_wait;
+	bool		content_based_dedup;
+	int64		dedup_window;
+	bool		dedup_by_group;
+	int32		max_receive_count;	/* 0: no dead-letter queue */
+	int64		dlq_id;
+	char		dlq_name[QUEUE_NAME_MAX + 1];
+	bool		dlq_shared;		/* the dead-letter queue's layout ... */
+	bool		dlq_fifo;		/* ... and kind, for its table */
+	int64		retry_delay;	/* after a rolled-back receive (failed.c) */
+	int32		max_in_flight;	/* max_in_flight_per_group, 0: none (fair.c) */
+	uint32		tenant_kinds;	/* QUEUE_TENANTS_* this backend saw noted */
+	/* a shared queue's owner and grantees (a dedicated one's are its table's) */
+	Oid			owner;
+	int			ngrantees[3];	/* per QueuePriv */
+	Oid		   *grantees[3];	/* InvalidOid: PUBLIC; in CacheMemoryContext */
+	SPIPlanPtr *plans;			/* QP_NUM_PLANS, made at the first plan kept
+								 * here (a shared queue keeps only its
+								 * dead-letter move's: plans.c) */
+	/* FIFO queues, looked up when first needed (group_rows.c) */
+	Oid			group_relid;	/* queue_data.g<id> */
+	Oid			group_pkey;		/* its primary key */
+	Oid			msg_group_idx;	/* q<id>_group: (message_group_id, message_id) */
+	Oid			msg_pkey;		/* q<id>_pkey */
+} QueueMeta;
+
+/*
+ * Columns of q<id> and g<id> (queue--1.0.sql; the shared tables put their
+ * key column last, so the numbers hold for both), 1-based: fifo/group_rows.c
+ * reads them directly, catalog.c checks them when it caches a FIFO queue.
+ */
+#define QCOL_MESSAGE_ID		1
+#define QCOL_VISIBLE_AT		2
+#define QCOL_RECEIVE_COUNT	7
+#define QCOL_GROUP			8
+#define GCOL_LEASED_UPTO	4
+
+/* catalog.c */
+extern void queue_check_name(text *name, const char *argname);
+extern QueueMeta *queue_lookup(text *name);
+extern QueueMeta *queue_lookup_extended(text *name, bool missing_ok);
+extern int	queue_plan_cache_queues;
+extern Oid	queue_data_relid(const char *name);
+extern Oid	queue_table_relid(int64 queue_id, char kind);
+extern Oid	queue_shared_relid(char kind, bool fifo);
+extern void queue_lock_queue(int64 queue_id, LOCKMODE mode);
+extern void queue_catalog_init(void);
+
+/* plans.c */
+extern SPIPlanPtr queue_plan(QueueMeta *q, QueuePlanKind kind);
+extern int	queue_exec(QueueMeta *q, QueuePlanKind kind, const Datum *args,
+					   const char *nulls, bool read_only, long count);
+extern int	queue_exec_snapshot(QueueMeta *q, QueuePlanKind kind, const Datum *args,
+								const char *nulls, Snapshot snapshot, bool read_only,
+								long count);
+extern const char *queue_shared_table(char kind, bool fifo);
+extern char *queue_table_name(const QueueMeta *q, char kind);
+extern char *queue_key_cond(const QueueMeta *q, char kind, const char *alias);
+extern void queue_release_plans(QueueMeta *q);
+extern SPIPlanPtr queue_keep_plan(const char *sql, int nargs, Oid *types);
+extern void queue_planner_hook_init(void);
+
+/* the entries of a send (send.c makes them, insert.c writes them) */
+typedef struct SendBatch		/* the entries of a send, as parallel arrays */
+{
+	int			n;
+	Datum	   *bodies;			/* text, checked */
+	Datum	   *groups;
+	bool	   *group_nulls;
+	Datum	   *dedups;
+	bool	   *dedup_nulls;
+	Datum	   *attrs;
+	bool	   *attr_nulls;
+	bool		topic_copy;		/* deduplicated at a topic: claim no id */
+} SendBatch;
+
+/* insert.c */
+extern Oid	queue_message_id_seq(void);
+extern void queue_insert_messages(QueueMeta *q, const SendBatch *b,
+								  const bool *skip, int64 *ids,
+								  TimestampTz visible_at, TimestampTz sent_at);
+extern void queue_insert_new_dedup_ids(QueueMeta *q, int n,
+									   const Datum *scope_keys,
+									   const Datum *dedup_ids, const int64 *ids,
+									   TimestampTz now, bool *claimed);
+
+#endif							/* QUEUE_STORAGE_H */

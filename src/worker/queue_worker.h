@@ -1,0 +1,99 @@
+/*-------------------------------------------------------------------------
+ *
+ * queue_worker.h
+ *	  The background work of a database: the launcher and the queue worker's
+ *	  loop, the sweeps of each queue, vacuums, and message move tasks.
+ *
+ * Files of src/worker/, top to bottom (a file calls only files below it):
+ *	  worker.c    the launcher and the queue worker's loop
+ *	  sweep.c     one queue's sweep: expiry, windows, dead letters, reclaim
+ *	  move_task.c the SQS endpoint's message move tasks, in slices
+ *	  vacuum.c    vacuums of queues' tables after churn
+ *
+ * May call: push/ (the consumers' tending), lease/, fifo/, state/, access/, storage/,
+ *	  common/.  Nothing here includes or calls a folder above
+ * it (the layers, bottom to top: common, storage, access, state, fifo,
+ * lease, api, push, worker; then queue.c).
+ *
+ * Invariants:
+ *	  - The worker runs as the bootstrap superuser with pinned settings; its
+ *	    lock waits end after 100 ms and what waited is tried on a later pass.
+ *	  - An idle queue costs one comparison per pass.
+ *
+ *-------------------------------------------------------------------------
+ */
+#ifndef QUEUE_WORKER_H
+#define QUEUE_WORKER_H
+
+#include "storage/queue_storage.h"
+
+/* move_task.c */
+extern TimestampTz queue_move_tasks_advance(MemoryContext cxt);
+
+/* vacuum.c */
+extern void queue_vacuum_shared_if_churned(void);
+extern void queue_vacuum_if_churned(int64 queue_id, bool fifo, bool shared, int64 g_blocks,
+									int64 *last, int64 *last_g);
+
+/* sweep.c: the worker's work on each queue, pass after pass */
+typedef struct SweptQueue
+{
+	int64		queue_id;		/* hash key */
+	TimestampTz lap_due;		/* no message can expire before this */
+	TimestampTz windows_due;	/* nor a deduplication id or attempt */
+	TimestampTz dlq_since;		/* leases ending after this not yet checked */
+	TimestampTz dlq_due;		/* ... and none ends before this */
+	bool		windows_empty;	/* no id nor attempt at its last look */
+	int64		empty_arrivals; /* found empty after this many arrivals, or -1 */
+	int64		vacuumed_churn; /* its churn at its last vacuum (vacuum.c) */
+	int64		vacuumed_g_churn;	/* ... at its group table's last vacuum */
+	/* The expiry lap under way: every message, in id order (see below). */
+	bool		lap_running;
+	int64		lap_cursor;		/* ids up to this one are done */
+	TimestampTz lap_start;
+	TimestampTz lap_oldest;		/* least sent_at left behind, or DT_NOEND */
+	int64		lap_arrivals;	/* arrivals read before the lap began */
+	bool		seen;
+	bool		active;			/* a commit changed it since the last pass */
+	int			pos;			/* its place in the worker's schedule */
+	/* its row as last listed: a change makes everything due */
+	int64		listed_retention;
+	int64		listed_dedup_window;
+	int64		listed_store_id;
+	bool		listed_has_dlq;
+	bool		listed_shared;
+} SweptQueue;
+
+typedef struct QueueRow
+{
+	int64		id;
+	bool		fifo;
+	int64		retention;
+	int64		dedup_window;
+	bool		has_dlq;
+	char	   *name;
+	int64		g_blocks;		/* FIFO: its group table's size, as listed */
+	bool		shared;			/* DESIGN.md "Storage" */
+	int64		store_id;		/* shared: the key of its messages */
+	SweptQueue *sq;				/* its sweep state (worker.c's hash) */
+} QueueRow;
+
+extern bool queue_list_stale;
+extern void queue_list_inval(Datum arg, Oid relid);
+extern void queue_list_check(void);
+extern List *queue_sweep_list(bool *extension_exists, const int64 *ids, int nids);
+extern TimestampTz queue_sweep_next_visit(QueueRow *q, SweptQueue *sq);
+extern void queue_sweep_new(SweptQueue *sq);
+extern void queue_sweep_due_now(SweptQueue *sq);
+extern void queue_sweep_empty(SweptQueue *sq);
+extern void queue_sweep_pass(QueueRow *q, SweptQueue *sq, MemoryContext cxt);
+extern void queue_reclaim_pass(MemoryContext cxt);
+extern void queue_vacuum_shared_pass(MemoryContext cxt);
+
+/* worker.c */
+extern bool queue_worker_enabled;
+extern int	queue_sweep_interval;
+extern void queue_worker_register_launcher(void);
+extern void queue_utility_hook_init(void);
+
+#endif							/* QUEUE_WORKER_H */
