@@ -134,7 +134,11 @@ sql_error(const ErrorData *edata, const char **message)
 		case ERRCODE_STRING_DATA_RIGHT_TRUNCATION:
 		case ERRCODE_CHARACTER_NOT_IN_REPERTOIRE:
 		case ERRCODE_UNTRANSLATABLE_CHARACTER:
+			/* a refusal of the SQL API is the client's, never a 5xx */
+		case ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST:
 			return SQS_ERR_INVALID_PARAMETER_VALUE;
+		case ERRCODE_FEATURE_NOT_SUPPORTED:
+			return SQS_ERR_UNSUPPORTED_OPERATION;
 		case ERRCODE_READ_ONLY_SQL_TRANSACTION:
 		case ERRCODE_T_R_SERIALIZATION_FAILURE:
 		case ERRCODE_T_R_DEADLOCK_DETECTED:
@@ -928,6 +932,42 @@ xml_render(StringInfo buf, const char *action, const char *out,
  * ----------------------------------------------------------------
  */
 
+/*
+ * The queue a Query request addresses as its path, SQS's documented form
+ * (POST /<account>/<queue>, no QueueUrl: kombu, Amazon::SQS::Simple, older
+ * SDKs): the path's last segment when there are at least two, else NULL.
+ * Bounded: a queue name is at most 80 characters of [A-Za-z0-9_-.], so
+ * anything longer or otherwise spelt is no queue name and left to the
+ * action's own QueueUrl rules.
+ */
+static const char *
+path_queue_name(const char *raw_path)
+{
+	const char *end;
+	const char *last;
+	int			segments = 0;
+
+	if (raw_path == NULL || raw_path[0] != '/')
+		return NULL;
+	end = raw_path + strcspn(raw_path, "?#");
+	while (end > raw_path + 1 && end[-1] == '/')
+		end--;
+	for (const char *p = raw_path; p < end; p++)
+		if (*p == '/')
+			segments++;
+	if (segments < 2)
+		return NULL;
+	last = end;
+	while (last > raw_path && last[-1] != '/')
+		last--;
+	if (end - last < 1 || end - last > 80)
+		return NULL;
+	for (const char *p = last; p < end; p++)
+		if (!(isalnum((unsigned char) *p) || *p == '_' || *p == '-' || *p == '.'))
+			return NULL;
+	return pnstrdup(last, end - last);
+}
+
 /* An action name: letters only, bounded */
 static bool
 valid_action_name(const char *s)
@@ -1027,8 +1067,17 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 	resp->lock_retry = false;
 	add_header(resp, "x-amzn-RequestId", request_id);
 
-	/* Which protocol, which action: nothing here can throw */
-	if (target != NULL)
+	/*
+	 * Which protocol, which action: nothing here can throw.  As SQS does, the
+	 * content type decides: AWS JSON 1.0 is application/x-amz-json-1.0; a
+	 * form-encoded body (or a GET's query string) is Query even when an
+	 * X-Amz-Target header comes with it (Amazon::SQS::Simple sends
+	 * "AmazonSQSv20121105.<Action>" with a Query body).  A target with no
+	 * content type and no Action parameter is JSON, as before.
+	 */
+	if (target != NULL &&
+		(ctype != NULL ? pg_strncasecmp(ctype, "application/x-amz-json", 22) == 0
+		 : request_param(req, "Action") == NULL))
 	{
 		proto = PROTO_JSON;
 		if (strncmp(target, "AmazonSQS.", 10) != 0 || !valid_action_name(target + 10))
@@ -1113,6 +1162,10 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 		call.account_id = GetConfigOption("queue.sqs_account_id", true, false);
 		if (call.account_id == NULL)
 			call.account_id = "000000000000";
+		/* a string setting's value is the setting's own: no copy needed */
+		call.public_url = GetConfigOption("queue.sqs_public_url", true, false);
+		if (proto == PROTO_QUERY)
+			call.path_queue = path_queue_name(req->raw_path);
 		if (proto == PROTO_JSON)
 			call.input = parse_json_body(req);
 		else
