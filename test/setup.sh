@@ -88,6 +88,8 @@ command -v curl >/dev/null 2>&1 || { missing+=("curl"); extra_pkgs+=(curl); }
 [ -f /usr/include/microhttpd.h ] || { missing+=("libmicrohttpd headers"); extra_pkgs+=(libmicrohttpd-dev); }
 /usr/bin/python3 -I -c 'import boto3' >/dev/null 2>&1 || { missing+=("python3 boto3"); extra_pkgs+=(python3-boto3); }
 command -v aws >/dev/null 2>&1 || { missing+=("aws"); extra_pkgs+=(awscli); }
+/usr/bin/python3 -I -c 'import celery, kombu.transport.SQS, pycurl' >/dev/null 2>&1 ||
+	{ missing+=("python3 celery/kombu"); extra_pkgs+=(python3-celery python3-kombu python3-pycurl); }
 # src/hmac.c uses OpenSSL where PostgreSQL does (USE_OPENSSL in pg_config.h).
 openssl_wanted() {
 	[ -n "$server_inc" ] && grep -qs 'define USE_OPENSSL 1' "$server_inc/pg_config.h"

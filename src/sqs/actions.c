@@ -2110,9 +2110,12 @@ act_send_message(SqsCall *call, StringInfo out)
 	bool		first = true;
 	QueueRow	q;
 
-	/* the queue's rules (FIFO, size) answered in SQS's words, not SQL's */
-	need_queue(name, &q);
-	if (!read_message(in, &m, &q))
+	/*
+	 * The queue's rules (FIFO, size) answered in SQS's words, not SQL's; a
+	 * queue the caller cannot see is left to queue.send, which tells a
+	 * missing queue from one the caller may not send to (AccessDenied).
+	 */
+	if (!read_message(in, &m, fetch_queue(name, &q) ? &q : NULL))
 		sqs_fail(m.err, "%s", m.errmsg);
 	v[0] = CStringGetTextDatum(name);
 	v[1] = CStringGetTextDatum(m.body);
