@@ -116,7 +116,7 @@ npm_ci() {
 npm_examples() {
 	local rc=0
 	npm_ci "$EXAMPLES/node" pg || rc=1
-	npm_ci "$EXAMPLES/sqs/node" @aws-sdk/client-sqs || rc=1
+	npm_ci "$EXAMPLES/sqs/node" sqs-consumer || rc=1
 	return $rc
 }
 
