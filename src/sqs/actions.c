@@ -3097,6 +3097,26 @@ act_cancel_message_move_task(SqsCall *call, StringInfo out)
 	appendStringInfoChar(out, '}');
 }
 
+/*
+ * STS GetCallerIdentity (signed with the sts scope; protocol.c admits it
+ * for nothing else): the account id, an ARN naming the key's role, and
+ * the key as UserId.
+ */
+static void
+act_get_caller_identity(SqsCall *call, StringInfo out)
+{
+	char	   *role = GetUserNameFromId(call->auth.role, true);
+	bool		first = true;
+
+	appendStringInfoChar(out, '{');
+	kv_str(out, &first, "UserId", call->auth.access_key_id);
+	kv_str(out, &first, "Account", call->account_id ? call->account_id : "000000000000");
+	kv_str(out, &first, "Arn", psprintf("arn:aws:iam::%s:role/%s",
+										call->account_id ? call->account_id : "000000000000",
+										role ? role : call->auth.access_key_id));
+	appendStringInfoChar(out, '}');
+}
+
 static void
 act_unsupported(SqsCall *call, StringInfo out)
 {
@@ -3131,6 +3151,7 @@ static const struct
 	{"CreateQueue", act_create_queue},
 	{"DeleteQueue", act_delete_queue},
 	{"GetQueueUrl", act_get_queue_url},
+	{"GetCallerIdentity", act_get_caller_identity},
 	{"ListQueues", act_list_queues},
 	{"GetQueueAttributes", act_get_queue_attributes},
 	{"SetQueueAttributes", act_set_queue_attributes},

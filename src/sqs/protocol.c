@@ -45,6 +45,9 @@
 
 #define SQS_XMLNS "http://queue.amazonaws.com/doc/2012-11-05/"
 #define SQS_API_VERSION "2012-11-05"
+#define STS_API_VERSION "2011-06-15"
+#define STS_XMLNS "https://sts.amazonaws.com/doc/2011-06-15/"
+#define STS_TARGET "AWSSecurityTokenServiceV20110615."
 #define JSON_CONTENT_TYPE "application/x-amz-json-1.0"
 #define XML_CONTENT_TYPE "text/xml"
 
@@ -909,8 +912,8 @@ static void
 xml_render(StringInfo buf, const char *action, const char *out,
 		   const char *request_id)
 {
-	appendStringInfo(buf, "<?xml version=\"1.0\"?><%sResponse xmlns=\"" SQS_XMLNS "\">",
-					 action);
+	appendStringInfo(buf, "<?xml version=\"1.0\"?><%sResponse xmlns=\"%s\">",
+					 action, strcmp(action, "GetCallerIdentity") == 0 ? STS_XMLNS : SQS_XMLNS);
 	if (!name_in(action, no_result_actions, lengthof(no_result_actions)))
 	{
 		Jsonb	   *jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
@@ -1080,14 +1083,17 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 		 : request_param(req, "Action") == NULL))
 	{
 		proto = PROTO_JSON;
-		if (strncmp(target, "AmazonSQS.", 10) != 0 || !valid_action_name(target + 10))
+		if (strcmp(target, STS_TARGET "GetCallerIdentity") == 0)
+			action = "GetCallerIdentity";
+		else if (strncmp(target, "AmazonSQS.", 10) != 0 || !valid_action_name(target + 10))
 		{
 			error_answer(resp, proto, SQS_ERR_INVALID_ACTION,
 						 "The X-Amz-Target header names no operation of AmazonSQS.",
 						 request_id);
 			return;
 		}
-		action = target + 10;
+		else
+			action = target + 10;
 	}
 	else
 	{
@@ -1112,7 +1118,9 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 						 "The action is not valid for this endpoint.", request_id);
 			return;
 		}
-		if (version != NULL && strcmp(version, SQS_API_VERSION) != 0)
+		if (version != NULL && strcmp(version, SQS_API_VERSION) != 0 &&
+			!(strcmp(action, "GetCallerIdentity") == 0 &&
+			  strcmp(version, STS_API_VERSION) == 0))
 		{
 			error_answer(resp, proto, SQS_ERR_INVALID_PARAMETER_VALUE,
 						 "Version " SQS_API_VERSION " is the only version served.",
@@ -1152,6 +1160,16 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 		SetUserIdAndSecContext(call.auth.role,
 							   save_sec | SECURITY_LOCAL_USERID_CHANGE |
 							   SECURITY_RESTRICTED_OPERATION);
+
+		/*
+		 * A signature scoped to STS is good for GetCallerIdentity only, and
+		 * GetCallerIdentity only with one (AWS tooling learns the account
+		 * this way before it builds queue ARNs).
+		 */
+		if ((strcmp(call.auth.service, "sts") == 0) !=
+			(strcmp(action, "GetCallerIdentity") == 0))
+			sqs_fail(SQS_ERR_INVALID_ACTION,
+					 "The action %s is not valid for this endpoint.", action);
 
 		call.req = req;
 		call.action = action;

@@ -1367,7 +1367,8 @@ sqs_start_daemon(const char *listen, int max_connections)
  * The worker's last start died connecting to its database (missing, most
  * likely: queue.sqs_database names none yet).  Rather than die again every
  * second, connect to no database, say so once in the log (one line for
- * all workers), and look for it with a back-off (1 s doubling to 60 s);
+ * all workers), and look for it with a back-off (1 s doubling to 10 s: a
+ * look is one index probe of a shared catalog);
  * once it is there, end so that the postmaster starts the worker again
  * (bgw_restart_time), which then connects.
  */
@@ -1399,7 +1400,7 @@ sqs_wait_for_database(const char *db)
 		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
 						 delay_ms, PG_WAIT_EXTENSION);
 		ResetLatch(MyLatch);
-		delay_ms = Min(delay_ms * 2, 60 * 1000);
+		delay_ms = Min(delay_ms * 2, 10 * 1000);
 	}
 	sqs_connect_end(sqs_index);
 	ereport(LOG,

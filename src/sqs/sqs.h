@@ -72,6 +72,7 @@ typedef struct SqsAuth
 	Oid			role;
 	char		access_key_id[129];
 	char		region[64];		/* the credential scope's region */
+	char		service[4];		/* the scope's service: "sqs", or "sts" */
 } SqsAuth;
 
 /*

@@ -270,6 +270,33 @@ def item7_fifo_purge():
           a['Attributes'].get('ApproximateNumberOfMessages') == '1', a)
 
 
+def sts_caller_identity():
+    sts = boto3.client('sts', endpoint_url=ENDPOINT, region_name=REGION,
+                       aws_access_key_id=KEY, aws_secret_access_key=SECRET,
+                       config=botocore.config.Config(retries={'max_attempts': 1}))
+    try:
+        r = sts.get_caller_identity()
+        r.pop('ResponseMetadata', None)
+    except botocore.exceptions.ClientError as e:
+        r = e.response.get('Error')
+    check('STS GetCallerIdentity: the account and an ARN naming the key\'s role',
+          r == {'UserId': KEY, 'Account': ACCOUNT, 'Arn': 'arn:aws:iam::%s:role/sqs_app' % ACCOUNT}, r)
+    # an sts-scoped signature is good for GetCallerIdentity only
+    body = urllib.parse.urlencode({'Action': 'ListQueues', 'Version': '2012-11-05'}).encode()
+    h = {'Host': HOST, 'Content-Type': 'application/x-www-form-urlencoded; charset=utf-8'}
+    req = AWSRequest(method='POST', url='http://%s/' % HOST, data=body, headers=h)
+    SigV4Auth(Credentials(KEY, SECRET), 'sts', REGION).add_auth(req)
+    conn = http.client.HTTPConnection(HOST, timeout=30)
+    conn.request('POST', '/', body=body, headers=dict(req.headers.items()))
+    resp = conn.getresponse()
+    text = resp.read().decode()
+    check('STS: an sts-scoped signature cannot call SQS actions',
+          resp.status == 400 and 'InvalidAction' in text, (resp.status, text))
+    st, text = raw('/', {'Action': 'GetCallerIdentity', 'Version': '2011-06-15'})
+    check('STS: GetCallerIdentity signed for sqs is no SQS action',
+          st == 400 and 'InvalidAction' in text, (st, text))
+
+
 def main():
     item1_path_and_protocol()
     item2_ids()
@@ -278,6 +305,7 @@ def main():
     item5_delete_dlq()
     item6_attributes()
     item7_fifo_purge()
+    sts_caller_identity()
 
 
 def public_url():
