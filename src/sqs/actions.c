@@ -1909,7 +1909,7 @@ check_msg_attrs(JsonbContainer *map, OutMsg *m)
 			  (binary && (type[6] == '\0' || type[6] == '.'))) ||
 			strlen(type) > SQS_ATTR_NAME_MAX || !valid_chars(type))
 			return msg_error(m, SQS_ERR_INVALID_PARAMETER_VALUE,
-							 "The type of message attribute '%s' is invalid.", n);
+							 "The type of message (user) attribute '%s' is invalid. You must use only the following supported type prefixes: Binary, Number, String.", n);
 		tv = member(val, binary ? "BinaryValue" : "StringValue");
 		if (tv == NULL || tv->type != jbvString)
 			return msg_error(m, SQS_ERR_INVALID_PARAMETER_VALUE,
@@ -2155,9 +2155,11 @@ batch_entries(SqsCall *call, int *n, char ***ids)
 	JsonbContainer *arr = in_container(&call->input->root, "Entries", false);
 	JsonbContainer **entries;
 
+	/* SQS names the entry shape of the action: SendMessageBatchRequestEntry */
 	if (arr == NULL || JsonContainerSize(arr) == 0)
 		sqs_fail(SQS_ERR_EMPTY_BATCH_REQUEST,
-				 "There should be at least one entry in the request.");
+				 "There should be at least one %sRequestEntry in the request.",
+				 call->action);
 	if (JsonContainerSize(arr) > SQS_MAX_BATCH)
 		sqs_fail(SQS_ERR_TOO_MANY_ENTRIES_IN_BATCH_REQUEST,
 				 "Maximum number of entries per request are %d. You have sent %u.",

@@ -297,6 +297,23 @@ def sts_caller_identity():
           st == 400 and 'InvalidAction' in text, (st, text))
 
 
+def wording():
+    q = sqs.create_queue(QueueName='c_words')['QueueUrl']
+    st, body = raw('/%s/c_words' % ACCOUNT, {'Action': 'SendMessageBatch', 'Version': '2012-11-05'})
+    check('wording: an empty batch, in SQS\'s words',
+          st == 400 and 'EmptyBatchRequest' in body and
+          'There should be at least one SendMessageBatchRequestEntry in the request.' in body, (st, body))
+    code, msg = error(sqs.send_message, QueueUrl=q, MessageBody='x', MessageAttributes={
+        'a': {'DataType': 'Text', 'StringValue': 'v'}})
+    check('wording: an attribute type, in SQS\'s words',
+          code == 'InvalidParameterValue' and msg == "The type of message (user) attribute 'a' is invalid. "
+          "You must use only the following supported type prefixes: Binary, Number, String.", (code, msg))
+    code, msg = error(sqs.send_message, QueueUrl=q, MessageBody='x' * (1024 * 1024 + 1))
+    check('wording: message size, in SQS\'s words',
+          code == 'InvalidParameterValue' and msg == 'One or more parameters are invalid. Reason: '
+          'Message must be shorter than 1048576 bytes.', (code, msg))
+
+
 def main():
     item1_path_and_protocol()
     item2_ids()
@@ -306,6 +323,7 @@ def main():
     item6_attributes()
     item7_fifo_purge()
     sts_caller_identity()
+    wording()
 
 
 def public_url():
