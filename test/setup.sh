@@ -9,7 +9,9 @@
 # the exporter test run: Debian's /usr/bin/python3 with psycopg 3
 # (python3-psycopg), node and npm, prometheus-postgres-exporter and curl, and
 # what the SQS endpoint builds and is tested with: libmicrohttpd's header
-# (libmicrohttpd-dev), boto3 (python3-boto3) and the AWS CLI (awscli).  When everything is present it
+# (libmicrohttpd-dev), boto3 (python3-boto3), the AWS CLI (awscli) and Celery
+# with kombu's SQS transport (python3-celery, python3-kombu, python3-pycurl).
+# When everything is present it
 # returns at once without touching apt.  Otherwise, as root, it runs one
 # `apt-get update` and installs the missing Debian packages without asking;
 # as any other user it says what to install and exits 1.
@@ -20,7 +22,7 @@
 # test/build_pg.sh to build.
 #
 # Last, it installs node-postgres into examples/node/node_modules and the
-# AWS SDK into examples/sqs/node/node_modules (npm ci,
+# AWS SDK, sqs-consumer and sqs-producer into examples/sqs/node/node_modules (npm ci,
 # from package-lock.json) when it is not there yet.
 #
 # Idempotent; never reads stdin.  Used by `make run`, `make test`, `.ci/run`.

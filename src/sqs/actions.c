@@ -35,6 +35,16 @@
  *	- A message move task is recorded here and run by the database's queue
  *	  worker in the background (src/move_task.c), as the caller's role;
  *	  starting, listing and cancelling one need manage on its source queue.
+ *	- On the wire as SQS, where SQL is stricter (DESIGN.md "SQS API",
+ *	  2026-11-27): MessageIds are UUIDs mapped from message ids
+ *	  (kv_message_id; queue.message_uuid in SQL), a stale receipt's
+ *	  DeleteMessage succeeds and deletes nothing, a dead letter's
+ *	  "queue.dead_letter" attribute is DeadLetterQueueSourceArn instead,
+ *	  DeleteQueue drops a dead-letter queue (force), a second PurgeQueue
+ *	  within 60 s is PurgeQueueInProgress (shared.c).
+ *	- SSE attributes are kept in queue._sqs_attributes and reported as set,
+ *	  never enforced; a Policy with statements is refused; AWSTraceHeader
+ *	  is kept among the message's attributes (TRACE_HEADER_ATTR).
  *
  *-------------------------------------------------------------------------
  */

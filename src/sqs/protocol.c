@@ -14,6 +14,13 @@
  * both, and xml_render() turns the output shape into the XML answer whose
  * element names botocore's Query model (service-2.json) expects.
  *
+ * The protocol is the content type's, as SQS picks it: a form body is Query
+ * even with an X-Amz-Target header.  A Query request posted to a queue URL
+ * (/<account>/<queue>) with no QueueUrl addresses the queue of its path
+ * (path_queue_name).  STS GetCallerIdentity, signed with the sts scope, is
+ * the one action of another service served (AWS tooling asks it for the
+ * account id).
+ *
  * Errors: actions.c and sigv4.c raise SQS's errors with sqs_fail (an
  * ereport(ERROR) remembered here); every other error comes from the SQL
  * API and is mapped by its SQLSTATE (sql_error()).  Anything unexpected is
