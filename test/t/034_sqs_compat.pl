@@ -125,6 +125,33 @@ is( sql_out(q(
 	WHERE e.extname = 'queue' AND c = 'queue._sqs_attributes'::regclass)),
 	'1', '6: the SQS-only queue attributes are dumped (pg_extension_config_dump)');
 
+# (6) the SSE attributes are the queue's manager's: a role that may only
+# send to the queue cannot set them (queue.alter checks manage first)
+$node->safe_psql('postgres', q(
+CREATE ROLE sqs_sender LOGIN;
+GRANT USAGE ON SCHEMA queue TO sqs_sender;
+SET ROLE sqs_app;
+SELECT queue.grant('c_sse', 'sqs_sender', ARRAY['send']);
+));
+my ($skey, $ssecret) = split /\|/, $node->safe_psql('postgres',
+	q(SELECT access_key_id || '|' || secret_access_key FROM queue.create_access_key('sqs_sender'::regrole)));
+my ($sout, $serr);
+IPC::Run::run([ $python, '-I', '-c', q(
+import sys, boto3, botocore
+c = boto3.client('sqs', endpoint_url=sys.argv[1], region_name='us-east-1',
+                 aws_access_key_id=sys.argv[2], aws_secret_access_key=sys.argv[3])
+try:
+    c.set_queue_attributes(QueueUrl=sys.argv[1] + '/000000000000/c_sse',
+                           Attributes={'KmsMasterKeyId': 'alias/stolen'})
+    print('set')
+except botocore.exceptions.ClientError as e:
+    print(e.response['Error']['Code'])
+), $endpoint, $skey, $ssecret ], '>', \$sout, '2>', \$serr);
+is($sout, "AccessDenied\n", '6: a role that may only send cannot set the SSE attributes') or diag($serr);
+is( sql_out(q(SELECT a.attributes ? 'KmsMasterKeyId' FROM queue._sqs_attributes a
+	JOIN queue._queues q USING (queue_id) WHERE q.queue_name = 'c_sse')),
+	'f', '6: ... and nothing of it was stored');
+
 # (7) queue.sqs_public_url, on reload
 $node->psql('postgres', q(
 ALTER SYSTEM SET queue.sqs_public_url = 'https://sqs.example.test/';
