@@ -63,3 +63,52 @@ JOIN @extschema@._queues s ON s.queue_name = o.source_queue
 LEFT JOIN @extschema@._queues d ON d.queue_name = o.destination_queue;
 
 DROP TABLE @extschema@._move_tasks_16;
+
+/* ---------------------------------------------------------------------
+ * Message ids as UUIDs (issue 36): the SQS endpoint answers MessageIds as
+ * UUIDs, as SQS does, mapped one to one onto message_id (src/sqs/actions.c
+ * computes the same mapping): 00000000-HHHH-4000-8000-LLLLLLLLLLLL, HHHH the
+ * id's top 16 bits and L its low 48, in hex.  These two functions convert,
+ * so a MessageId seen over HTTP and a message_id seen in SQL can be matched
+ * (and kept in uuid columns).  Pure functions of their argument: nothing is
+ * stored, so nothing changes across pg_dump and restore.
+ * ---------------------------------------------------------------------
+ */
+CREATE FUNCTION @extschema@.message_uuid(message_id bigint)
+	RETURNS uuid LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	RETURN ('00000000-' OPERATOR(pg_catalog.||)
+			pg_catalog.lpad(pg_catalog.to_hex((message_id OPERATOR(pg_catalog.>>) 48)
+				OPERATOR(pg_catalog.&) 65535), 4, '0') OPERATOR(pg_catalog.||)
+			'-4000-8000-' OPERATOR(pg_catalog.||)
+			pg_catalog.lpad(pg_catalog.to_hex(message_id OPERATOR(pg_catalog.&)
+				281474976710655::bigint), 12, '0'))::uuid;
+COMMENT ON FUNCTION @extschema@.message_uuid(bigint) IS 'a message id as the SQS endpoint''s MessageId (a UUID)';
+
+CREATE FUNCTION @extschema@.message_id(message_uuid uuid)
+	RETURNS bigint LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	SET search_path = pg_catalog, pg_temp
+	RETURN CASE WHEN pg_catalog.substr(message_uuid::text, 1, 9) OPERATOR(pg_catalog.=) '00000000-'
+				 AND pg_catalog.substr(message_uuid::text, 14, 11) OPERATOR(pg_catalog.=) '-4000-8000-'
+		THEN ('x' OPERATOR(pg_catalog.||) pg_catalog.substr(message_uuid::text, 10, 4)
+			  OPERATOR(pg_catalog.||) pg_catalog.substr(message_uuid::text, 25, 12))::bit(64)::bigint
+		END;
+COMMENT ON FUNCTION @extschema@.message_id(uuid) IS 'the message id of an SQS endpoint''s MessageId (null: not one of ours)';
+
+/* ---------------------------------------------------------------------
+ * SQS's encryption attributes of a queue (issue 36): SqsManagedSseEnabled,
+ * KmsMasterKeyId and KmsDataKeyReusePeriodSeconds, which infrastructure
+ * code (CDK, CloudFormation) sends, are accepted by the SQS endpoint and
+ * reported back as they were set; they change nothing (docs/sqs-api.md
+ * "What differs from AWS" says what is encrypted at rest).  Written and
+ * read only by the endpoint, as the tables' owner, after the SQL API
+ * checked the caller's rights; dumped, and gone with their queue.
+ * ---------------------------------------------------------------------
+ */
+CREATE TABLE @extschema@._sqs_attributes (
+	queue_id bigint PRIMARY KEY REFERENCES @extschema@._queues ON DELETE CASCADE,
+	attributes jsonb NOT NULL
+);
+REVOKE ALL ON @extschema@._sqs_attributes FROM PUBLIC;
+SELECT pg_catalog.pg_extension_config_dump('@extschema@._sqs_attributes', '');
+COMMENT ON TABLE @extschema@._sqs_attributes IS 'SQS queue attributes kept for the SQS endpoint only (encryption settings, as set; not enforced)';

@@ -38,6 +38,7 @@ static char *queue_sqs_listen = NULL;
 static int	queue_sqs_workers = 2;
 static char *queue_sqs_database = NULL;
 static char *queue_sqs_account_id = NULL;
+static char *queue_sqs_public_url = NULL;
 static int	queue_sqs_max_connections = 10000;
 static int	queue_sqs_lock_timeout = 10;
 static int	queue_sqs_statement_timeout = 5000;
@@ -137,6 +138,13 @@ _PG_init(void)
 							   NULL,
 							   &queue_sqs_account_id,
 							   "000000000000",
+							   PGC_SIGHUP, 0,
+							   NULL, NULL, NULL);
+	DefineCustomStringVariable("queue.sqs_public_url",
+							   "Base URL of the SQS endpoint's queue URLs, as clients reach it (e.g. https://sqs.example.com).",
+							   "Empty: http://<Host header>. Set it behind a TLS proxy.",
+							   &queue_sqs_public_url,
+							   "",
 							   PGC_SIGHUP, 0,
 							   NULL, NULL, NULL);
 	DefineCustomIntVariable("queue.sqs_max_connections",

@@ -9,7 +9,9 @@
 # the exporter test run: Debian's /usr/bin/python3 with psycopg 3
 # (python3-psycopg), node and npm, prometheus-postgres-exporter and curl, and
 # what the SQS endpoint builds and is tested with: libmicrohttpd's header
-# (libmicrohttpd-dev), boto3 (python3-boto3) and the AWS CLI (awscli).  When everything is present it
+# (libmicrohttpd-dev), boto3 (python3-boto3), the AWS CLI (awscli) and Celery
+# with kombu's SQS transport (python3-celery, python3-kombu, python3-pycurl).
+# When everything is present it
 # returns at once without touching apt.  Otherwise, as root, it runs one
 # `apt-get update` and installs the missing Debian packages without asking;
 # as any other user it says what to install and exits 1.
@@ -20,7 +22,7 @@
 # test/build_pg.sh to build.
 #
 # Last, it installs node-postgres into examples/node/node_modules and the
-# AWS SDK into examples/sqs/node/node_modules (npm ci,
+# AWS SDK, sqs-consumer and sqs-producer into examples/sqs/node/node_modules (npm ci,
 # from package-lock.json) when it is not there yet.
 #
 # Idempotent; never reads stdin.  Used by `make run`, `make test`, `.ci/run`.
@@ -88,6 +90,8 @@ command -v curl >/dev/null 2>&1 || { missing+=("curl"); extra_pkgs+=(curl); }
 [ -f /usr/include/microhttpd.h ] || { missing+=("libmicrohttpd headers"); extra_pkgs+=(libmicrohttpd-dev); }
 /usr/bin/python3 -I -c 'import boto3' >/dev/null 2>&1 || { missing+=("python3 boto3"); extra_pkgs+=(python3-boto3); }
 command -v aws >/dev/null 2>&1 || { missing+=("aws"); extra_pkgs+=(awscli); }
+/usr/bin/python3 -I -c 'import celery, kombu.transport.SQS, pycurl' >/dev/null 2>&1 ||
+	{ missing+=("python3 celery/kombu"); extra_pkgs+=(python3-celery python3-kombu python3-pycurl); }
 # src/hmac.c uses OpenSSL where PostgreSQL does (USE_OPENSSL in pg_config.h).
 openssl_wanted() {
 	[ -n "$server_inc" ] && grep -qs 'define USE_OPENSSL 1' "$server_inc/pg_config.h"
@@ -114,7 +118,7 @@ npm_ci() {
 npm_examples() {
 	local rc=0
 	npm_ci "$EXAMPLES/node" pg || rc=1
-	npm_ci "$EXAMPLES/sqs/node" @aws-sdk/client-sqs || rc=1
+	npm_ci "$EXAMPLES/sqs/node" sqs-consumer || rc=1
 	return $rc
 }
 

@@ -35,6 +35,16 @@
  *	- A message move task is recorded here and run by the database's queue
  *	  worker in the background (src/move_task.c), as the caller's role;
  *	  starting, listing and cancelling one need manage on its source queue.
+ *	- On the wire as SQS, where SQL is stricter (DESIGN.md "SQS API",
+ *	  2026-11-27): MessageIds are UUIDs mapped from message ids
+ *	  (kv_message_id; queue.message_uuid in SQL), a stale receipt's
+ *	  DeleteMessage succeeds and deletes nothing, a dead letter's
+ *	  "queue.dead_letter" attribute is DeadLetterQueueSourceArn instead,
+ *	  DeleteQueue drops a dead-letter queue (force), a second PurgeQueue
+ *	  within 60 s is PurgeQueueInProgress (shared.c).
+ *	- SSE attributes are kept in queue._sqs_attributes and reported as set,
+ *	  never enforced; a Policy with statements is refused; AWSTraceHeader
+ *	  is kept among the message's attributes (TRACE_HEADER_ATTR).
  *
  *-------------------------------------------------------------------------
  */
@@ -72,6 +82,9 @@
 #define SQS_MOVE_TASKS_MAX		10
 #define SQS_MAX_TAGS			50
 
+/* where a message's AWSTraceHeader is kept among its attributes */
+#define TRACE_HEADER_ATTR		"queue.aws_trace_header"
+
 /* ---------------------------------------------------------------------
  * Statements, prepared once per backend and kept
  * ---------------------------------------------------------------------
@@ -99,6 +112,8 @@ typedef enum PlanKind
 	P_TASK_PRUNE,
 	P_TASK_LIST,
 	P_TASK_CANCEL,
+	P_SSE_SET,
+	P_SSE_GET,
 	P_NUM
 } PlanKind;
 
@@ -127,7 +142,8 @@ static const PlanDef plan_defs[P_NUM] = {
 		11, {TEXTOID, INTERVALOID, INTERVALOID, INTERVALOID, INT4OID, INTERVALOID,
 			BOOLOID, TEXTOID, TEXTOID, INT4OID, TEXTARRAYOID}
 	},
-	[P_DROP] = {"SELECT queue.drop(queue_name => $1)", 1, {TEXTOID}},
+	/* forced: SQS deletes a queue that is another's dead-letter queue */
+	[P_DROP] = {"SELECT queue.drop(queue_name => $1, force => true)", 1, {TEXTOID}},
 	[P_PURGE] = {"SELECT queue.purge(queue_name => $1)", 1, {TEXTOID}},
 	[P_QUEUE] = {
 		"SELECT q.queue_name, q.fifo, q.visibility_timeout, q.delay, q.retention,"
@@ -238,6 +254,24 @@ static const PlanDef plan_defs[P_NUM] = {
 		" AND q.queue_id OPERATOR(pg_catalog.=) t.source_queue_id"
 		" AND queue._may(q, $2, 'manage') RETURNING t.moved",
 		2, {TEXTOID, OIDOID}
+	},
+	/*
+	 * SQS's encryption attributes, kept as given (queue._sqs_attributes is
+	 * the tables' owner's: run_as_owner, after queue.create or queue.alter
+	 * checked the caller's rights in the same transaction)
+	 */
+	[P_SSE_SET] = {
+		"INSERT INTO queue._sqs_attributes AS a (queue_id, attributes)"
+		" SELECT q.queue_id, $2 FROM queue._queues q WHERE q.queue_name OPERATOR(pg_catalog.=) $1"
+		" ON CONFLICT (queue_id) DO UPDATE"
+		" SET attributes = a.attributes OPERATOR(pg_catalog.||) EXCLUDED.attributes",
+		2, {TEXTOID, JSONBOID}
+	},
+	[P_SSE_GET] = {
+		"SELECT a.attributes FROM queue._sqs_attributes a JOIN queue._queues q"
+		" ON q.queue_id OPERATOR(pg_catalog.=) a.queue_id"
+		" WHERE q.queue_name OPERATOR(pg_catalog.=) $1",
+		1, {TEXTOID}
 	},
 };
 
@@ -516,6 +550,17 @@ in_str_list(JsonbContainer *c, const char *key, int *n)
 char *
 sqs_queue_url(const SqsCall *call, const char *queue_name)
 {
+	/* queue.sqs_public_url: the URL clients reach (a TLS proxy's) */
+	if (call->public_url != NULL && call->public_url[0] != '\0')
+	{
+		size_t		len = strlen(call->public_url);
+
+		while (len > 0 && call->public_url[len - 1] == '/')
+			len--;
+		return psprintf("%.*s/%s/%s", (int) len, call->public_url,
+						call->account_id ? call->account_id : "000000000000",
+						queue_name);
+	}
 	return psprintf("http://%s/%s/%s",
 					call->host && call->host[0] ? call->host : "localhost",
 					call->account_id ? call->account_id : "000000000000",
@@ -557,9 +602,15 @@ name_of_arn(const char *arn, const char *param)
 	return pstrdup(name);
 }
 
+/*
+ * The queue an action addresses: its QueueUrl, or for the Query form sent
+ * to the queue URL itself (no QueueUrl) the queue of the request path.
+ */
 static char *
 queue_of(SqsCall *call)
 {
+	if (call->path_queue != NULL && in_str(&call->input->root, "QueueUrl") == NULL)
+		return pstrdup(call->path_queue);
 	return name_of_url(req_str(&call->input->root, "QueueUrl"));
 }
 
@@ -672,6 +723,39 @@ kv_int_str(StringInfo out, bool *first, const char *k, int64 v)
 	char		buf[32];
 
 	snprintf(buf, sizeof(buf), INT64_FORMAT, v);
+	kv_str(out, first, k, buf);
+}
+
+/*
+ * A message id as SQS's MessageId, a UUID (DESIGN.md "SQS API": one stable
+ * mapping, the same from either door): 00000000-HHHH-4000-8000-LLLLLLLLLLLL,
+ * HHHH the id's top 16 bits and L its low 48, in hex; a version-4, RFC 4122
+ * variant UUID.  queue.message_uuid(bigint) and queue.message_id(uuid) in
+ * SQL (queue--1.6--1.7.sql) compute the same mapping both ways.
+ */
+static void
+kv_message_id(StringInfo out, bool *first, const char *k, int64 id)
+{
+	uint64		u = (uint64) id;
+	char		buf[40];
+
+	snprintf(buf, sizeof(buf), "00000000-%04x-4000-8000-%012llx",
+			 (unsigned int) (u >> 48),
+			 (unsigned long long) (u & UINT64CONST(0xFFFFFFFFFFFF)));
+	kv_str(out, first, k, buf);
+}
+
+/*
+ * A FIFO sequence number in SQS's shape: a decimal string of 20 digits,
+ * increasing with ours ("1" and ours zero-padded to 19 digits: every
+ * int64 fits).
+ */
+static void
+kv_sequence(StringInfo out, bool *first, const char *k, int64 seq)
+{
+	char		buf[32];
+
+	snprintf(buf, sizeof(buf), "1%019lld", (long long) seq);
 	kv_str(out, first, k, buf);
 }
 
@@ -859,6 +943,8 @@ typedef struct QueueAttrs
 	bool		allow_all;		/* redrive_allow null */
 	int			nallow;
 	char	  **allow;
+	StringInfoData sse;			/* SQS's encryption attributes given, as
+								 * a JSON object's members; len 0: none */
 } QueueAttrs;
 
 static void
@@ -979,6 +1065,35 @@ parse_redrive_allow(const char *value, QueueAttrs *a)
 }
 
 /*
+ * A queue's Policy: access here is PostgreSQL's privileges (the key's
+ * role, queue.grant), which no SQS policy document can change, so the only
+ * policy taken is none (an empty value, or a document without
+ * statements); any other is refused, never stored as if it were enforced.
+ */
+static void
+check_policy(const char *value)
+{
+	JsonbContainer *p;
+	JsonbValue *st;
+
+	if (value[0] == '\0')
+		return;
+	p = parse_policy(value);
+	if (p == NULL)
+		sqs_fail(SQS_ERR_INVALID_ATTRIBUTE_VALUE,
+				 "Invalid value for the parameter Policy. Reason: it is not a JSON policy document.");
+	st = member(p, "Statement");
+	if (st == NULL || st->type == jbvNull ||
+		(st->type == jbvBinary && JsonContainerIsArray(st->val.binary.data) &&
+		 JsonContainerSize(st->val.binary.data) == 0))
+		return;
+	sqs_fail(SQS_ERR_INVALID_ATTRIBUTE_VALUE,
+			 "Invalid value for the parameter Policy. Reason: this endpoint enforces access with PostgreSQL "
+			 "privileges (the access key's role; GRANT through queue.grant), not queue policies, so a policy "
+			 "with statements cannot be enforced and is not stored.");
+}
+
+/*
  * The Attributes map of CreateQueue or SetQueueAttributes.  fifo is the
  * queue's type (for Create: what FifoQueue says, read first).
  */
@@ -988,6 +1103,9 @@ parse_queue_attrs(JsonbContainer *map, bool creating, QueueAttrs *a, bool queue_
 	Pairs		p;
 
 	memset(a, 0, sizeof(*a));
+	initStringInfo(&a->sse);
+	if (map == NULL)
+		return;
 	obj_pairs(map, &p);
 	for (int i = 0; i < p.n; i++)
 	{
@@ -1039,16 +1157,31 @@ parse_queue_attrs(JsonbContainer *map, bool creating, QueueAttrs *a, bool queue_
 			else if (strcmp(v, "perQueue") != 0 && strcmp(v, "perMessageGroupId") != 0)
 				bad_attr_value(n, v);
 		}
-		else if (strcmp(n, "Policy") == 0 || strcmp(n, "KmsMasterKeyId") == 0 ||
-				 strcmp(n, "KmsDataKeyReusePeriodSeconds") == 0 ||
-				 strcmp(n, "SqsManagedSseEnabled") == 0)
+		else if (strcmp(n, "SqsManagedSseEnabled") == 0 ||
+				 strcmp(n, "KmsMasterKeyId") == 0 ||
+				 strcmp(n, "KmsDataKeyReusePeriodSeconds") == 0)
 		{
-			/* SSE off is what we do; anything else we cannot honour */
-			if (strcmp(n, "SqsManagedSseEnabled") == 0 && pg_strcasecmp(v, "false") == 0)
-				continue;
-			sqs_fail(SQS_ERR_INVALID_ATTRIBUTE_NAME,
-					 "Attribute %s is not supported by this endpoint.", n);
+			/*
+			 * Kept and reported as given (CDK and CloudFormation send them),
+			 * never acted on: docs/sqs-api.md "What differs from AWS" says
+			 * what is encrypted at rest (what PostgreSQL's storage is).
+			 */
+			const char *text = v;
+
+			if (n[0] == 'S')
+				text = attr_bool(n, v) ? "true" : "false";
+			else if (strcmp(n, "KmsDataKeyReusePeriodSeconds") == 0)
+				text = psprintf(INT64_FORMAT, attr_int(n, v, 60, 86400));
+			else if (strlen(v) > 2048)
+				bad_attr_value(n, v);
+			if (a->sse.len > 0)
+				appendStringInfoChar(&a->sse, ',');
+			escape_json(&a->sse, n);
+			appendStringInfoChar(&a->sse, ':');
+			escape_json(&a->sse, text);
 		}
+		else if (strcmp(n, "Policy") == 0)
+			check_policy(v);
 		else
 			sqs_fail(SQS_ERR_INVALID_ATTRIBUTE_NAME, "Unknown Attribute %s.", n);
 	}
@@ -1093,6 +1226,19 @@ tags_jsonb(JsonbContainer *map, const char *param)
 	}
 	appendStringInfoChar(&buf, '}');
 	return cstring_jsonb(buf.data);
+}
+
+/* The encryption attributes given, kept (after the call that checked rights) */
+static void
+store_sse(const char *name, const QueueAttrs *a)
+{
+	Datum		v[2];
+
+	if (a->sse.len == 0)
+		return;
+	v[0] = CStringGetTextDatum(name);
+	v[1] = cstring_jsonb(psprintf("{%s}", a->sse.data));
+	run_as_owner(P_SSE_SET, v, NULL);
 }
 
 /* Whether the attributes given to CreateQueue match an existing queue. */
@@ -1202,6 +1348,7 @@ act_create_queue(SqsCall *call, StringInfo out)
 		nulls[11] = 'n';
 	v[12] = tags ? tags_jsonb(tags, "tags") : cstring_jsonb("{}");
 	run(P_CREATE, v, nulls);
+	store_sse(name, &a);
 
 	appendStringInfoChar(out, '{');
 	kv_str(out, &first, "QueueUrl", sqs_queue_url(call, name));
@@ -1245,6 +1392,7 @@ act_set_queue_attributes(SqsCall *call, StringInfo out)
 	}
 #undef SET
 	run(P_ALTER, v, nulls);
+	store_sse(name, &a);
 	appendStringInfoString(out, "{}");
 }
 
@@ -1268,7 +1416,10 @@ enum
 	QA_CREATED = 1 << 14,
 	QA_MODIFIED = 1 << 15,
 	QA_ARN = 1 << 16,
-	QA_ALL = (1 << 17) - 1
+	QA_SSE = 1 << 17,
+	QA_KMS_KEY = 1 << 18,
+	QA_KMS_REUSE = 1 << 19,
+	QA_ALL = (1 << 20) - 1
 };
 
 static const struct
@@ -1292,13 +1443,13 @@ static const struct
 	{"ApproximateNumberOfMessagesDelayed", QA_DELAYED},
 	{"CreatedTimestamp", QA_CREATED},
 	{"LastModifiedTimestamp", QA_MODIFIED},
+	{"SqsManagedSseEnabled", QA_SSE},
+	{"KmsMasterKeyId", QA_KMS_KEY},
+	{"KmsDataKeyReusePeriodSeconds", QA_KMS_REUSE},
 	{"QueueArn", QA_ARN},
 	{"All", QA_ALL},
 	/* valid SQS names this endpoint has no value for */
 	{"Policy", 0},
-	{"KmsMasterKeyId", 0},
-	{"KmsDataKeyReusePeriodSeconds", 0},
-	{"SqsManagedSseEnabled", 0},
 };
 
 static void
@@ -1405,6 +1556,43 @@ act_get_queue_attributes(SqsCall *call, StringInfo out)
 		}
 		kv_str(out, &first, "RedriveAllowPolicy", p.data);
 	}
+	if (want & (QA_SSE | QA_KMS_KEY | QA_KMS_REUSE))
+	{
+		/* as they were set: SqsManagedSseEnabled false when never set */
+		Datum		v[1] = {CStringGetTextDatum(q.name)};
+		Jsonb	   *sse = NULL;
+		static const struct
+		{
+			const char *name;
+			int			bit;
+		}			sse_names[] = {
+			{"SqsManagedSseEnabled", QA_SSE},
+			{"KmsMasterKeyId", QA_KMS_KEY},
+			{"KmsDataKeyReusePeriodSeconds", QA_KMS_REUSE},
+		};
+
+		run_as_owner(P_SSE_GET, v, NULL);
+		if (SPI_processed > 0)
+		{
+			bool		isnull;
+			Datum		d = col(0, 1, &isnull);
+
+			if (!isnull)
+				sse = DatumGetJsonbPCopy(d);
+		}
+		for (int i = 0; i < lengthof(sse_names); i++)
+		{
+			JsonbValue *jv = sse ? member(&sse->root, sse_names[i].name) : NULL;
+			char	   *text = jv ? scalar_text(jv, sse_names[i].name) : NULL;
+
+			if (!(want & sse_names[i].bit))
+				continue;
+			if (text != NULL)
+				kv_str(out, &first, sse_names[i].name, text);
+			else if (sse_names[i].bit == QA_SSE)
+				kv_str(out, &first, sse_names[i].name, "false");
+		}
+	}
 	if (q.fifo)
 	{
 		bool		by_group = strcmp(q.scope, "message_group") == 0;
@@ -1430,12 +1618,21 @@ act_delete_queue(SqsCall *call, StringInfo out)
 	appendStringInfoString(out, "{}");
 }
 
+/*
+ * PurgeQueue: one a queue a minute, as SQS (a second within 60 s is
+ * PurgeQueueInProgress and purges nothing: its transaction rolls back).
+ * Checked after the purge, so that only a purge the caller may do counts.
+ */
 static void
 act_purge_queue(SqsCall *call, StringInfo out)
 {
-	Datum		v[1] = {CStringGetTextDatum(queue_of(call))};
+	char	   *name = queue_of(call);
+	Datum		v[1] = {CStringGetTextDatum(name)};
 
 	run(P_PURGE, v, NULL);
+	if (!sqs_purge_note(name, GetCurrentTimestamp()))
+		sqs_fail(SQS_ERR_PURGE_QUEUE_IN_PROGRESS,
+				 "Only one PurgeQueue operation on %s is allowed every 60 seconds.", name);
 	appendStringInfoString(out, "{}");
 }
 
@@ -1597,6 +1794,8 @@ typedef struct OutMsg
 	char		md5_body[33];
 	char		md5_attrs[33];
 	bool		has_md5_attrs;
+	char		md5_sys[33];	/* MD5OfMessageSystemAttributes */
+	bool		has_md5_sys;
 	int64		size;			/* as SQS counts it */
 	SqsError	err;			/* SQS_ERR_NONE when it may be sent */
 	char	   *errmsg;
@@ -1720,7 +1919,7 @@ check_msg_attrs(JsonbContainer *map, OutMsg *m)
 			  (binary && (type[6] == '\0' || type[6] == '.'))) ||
 			strlen(type) > SQS_ATTR_NAME_MAX || !valid_chars(type))
 			return msg_error(m, SQS_ERR_INVALID_PARAMETER_VALUE,
-							 "The type of message attribute '%s' is invalid.", n);
+							 "The type of message (user) attribute '%s' is invalid. You must use only the following supported type prefixes: Binary, Number, String.", n);
 		tv = member(val, binary ? "BinaryValue" : "StringValue");
 		if (tv == NULL || tv->type != jbvString)
 			return msg_error(m, SQS_ERR_INVALID_PARAMETER_VALUE,
@@ -1766,9 +1965,67 @@ check_msg_attrs(JsonbContainer *map, OutMsg *m)
 }
 
 /*
+ * A message's MessageSystemAttributes: AWSTraceHeader (X-Ray) is the one a
+ * sender may set, a String.  It is kept among the message's attributes
+ * under TRACE_HEADER_ATTR (the SQL API sees it there) and goes back out
+ * as the AWSTraceHeader system attribute, never as a message attribute.
+ */
+static bool
+check_system_attrs(JsonbContainer *map, OutMsg *m)
+{
+	Pairs		p;
+	JsonbValue *type;
+	JsonbValue *sv;
+	char	   *value;
+	StringInfoData buf;
+	char	   *sys;
+
+	obj_pairs(map, &p);
+	if (p.n == 0)
+		return true;
+	if (p.n > 1 || strcmp(p.keys[0], "AWSTraceHeader") != 0)
+		return msg_error(m, SQS_ERR_INVALID_PARAMETER_VALUE,
+						 "Message system attribute name '%s' is invalid.",
+						 strcmp(p.keys[0], "AWSTraceHeader") != 0 ? p.keys[0] : p.keys[1]);
+	if (p.vals[0].type != jbvBinary || !JsonContainerIsObject(p.vals[0].val.binary.data) ||
+		(type = member(p.vals[0].val.binary.data, "DataType")) == NULL ||
+		type->type != jbvString || type->val.string.len != 6 ||
+		strncmp(type->val.string.val, "String", 6) != 0 ||
+		(sv = member(p.vals[0].val.binary.data, "StringValue")) == NULL ||
+		sv->type != jbvString)
+		return msg_error(m, SQS_ERR_INVALID_PARAMETER_VALUE,
+						 "Value for message system attribute 'AWSTraceHeader' is invalid: it must be a String with a StringValue.");
+	value = pnstrdup(sv->val.string.val, sv->val.string.len);
+	if (value[0] == '\0' || !valid_chars(value) || strlen(value) > 3500)
+		return msg_error(m, SQS_ERR_INVALID_PARAMETER_VALUE,
+						 "Value for message system attribute 'AWSTraceHeader' is invalid.");
+	m->size += strlen("AWSTraceHeader") + strlen("String") + strlen(value);
+
+	/* its digest, as SQS answers it (MD5OfMessageSystemAttributes) */
+	initStringInfo(&buf);
+	appendStringInfoString(&buf, "{\"AWSTraceHeader\":{\"DataType\":\"String\",\"StringValue\":");
+	escape_json(&buf, value);
+	appendStringInfoString(&buf, "}}");
+	m->has_md5_sys = sqs_md5_of_attributes(DatumGetJsonbP(cstring_jsonb(buf.data)), m->md5_sys);
+
+	/* kept among the attributes, after their digest was taken */
+	initStringInfo(&buf);
+	escape_json(&buf, TRACE_HEADER_ATTR);
+	appendStringInfoChar(&buf, ':');
+	escape_json(&buf, value);
+	sys = buf.data;
+	if (m->attrs == NULL || strcmp(m->attrs, "{}") == 0)
+		m->attrs = psprintf("{%s}", sys);
+	else
+		m->attrs = psprintf("%.*s,%s}", (int) strlen(m->attrs) - 1, m->attrs, sys);
+	return true;
+}
+
+/*
  * Read and check one message of SendMessage or a SendMessageBatch entry;
  * false with m->err set when it breaks one of SQS's rules.  q, when known
- * (batches), adds the queue's rules (FIFO, size).
+ * (always, since SendMessage too answers FIFO misuse in SQS's words), adds
+ * the queue's rules (FIFO, size).
  */
 static bool
 read_message(JsonbContainer *e, OutMsg *m, const QueueRow *q)
@@ -1805,6 +2062,9 @@ read_message(JsonbContainer *e, OutMsg *m, const QueueRow *q)
 	attrs = in_container(e, "MessageAttributes", true);
 	if (attrs != NULL && !check_msg_attrs(attrs, m))
 		return false;
+	attrs = in_container(e, "MessageSystemAttributes", true);
+	if (attrs != NULL && !check_system_attrs(attrs, m))
+		return false;
 	if (m->size > SQS_MESSAGE_MAX || (q != NULL && m->size > q->max_message_size))
 		return msg_error(m, SQS_ERR_INVALID_PARAMETER_VALUE,
 						 "One or more parameters are invalid. Reason: Message must be shorter than "
@@ -1823,6 +2083,10 @@ read_message(JsonbContainer *e, OutMsg *m, const QueueRow *q)
 			return msg_error(m, SQS_ERR_INVALID_PARAMETER_VALUE,
 							 "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly");
 	}
+	else if (q != NULL && m->dedup != NULL)
+		return msg_error(m, SQS_ERR_INVALID_PARAMETER_VALUE,
+						 "Value %s for parameter MessageDeduplicationId is invalid. Reason: The request include parameter that is not valid for this queue type.",
+						 m->dedup);
 	sqs_md5_hex(m->body, strlen(m->body), m->md5_body);
 	return true;
 }
@@ -1834,9 +2098,11 @@ sent_fields(StringInfo out, bool *first, OutMsg *m, int64 id, bool seq_null, int
 	kv_str(out, first, "MD5OfMessageBody", m->md5_body);
 	if (m->has_md5_attrs)
 		kv_str(out, first, "MD5OfMessageAttributes", m->md5_attrs);
-	kv_int_str(out, first, "MessageId", id);
+	if (m->has_md5_sys)
+		kv_str(out, first, "MD5OfMessageSystemAttributes", m->md5_sys);
+	kv_message_id(out, first, "MessageId", id);
 	if (!seq_null)
-		kv_int_str(out, first, "SequenceNumber", seq);
+		kv_sequence(out, first, "SequenceNumber", seq);
 }
 
 static void
@@ -1852,8 +2118,14 @@ act_send_message(SqsCall *call, StringInfo out)
 	int64		id,
 				seq;
 	bool		first = true;
+	QueueRow	q;
 
-	if (!read_message(in, &m, NULL))
+	/*
+	 * The queue's rules (FIFO, size) answered in SQS's words, not SQL's; a
+	 * queue the caller cannot see is left to queue.send, which tells a
+	 * missing queue from one the caller may not send to (AccessDenied).
+	 */
+	if (!read_message(in, &m, fetch_queue(name, &q) ? &q : NULL))
 		sqs_fail(m.err, "%s", m.errmsg);
 	v[0] = CStringGetTextDatum(name);
 	v[1] = CStringGetTextDatum(m.body);
@@ -1893,9 +2165,11 @@ batch_entries(SqsCall *call, int *n, char ***ids)
 	JsonbContainer *arr = in_container(&call->input->root, "Entries", false);
 	JsonbContainer **entries;
 
+	/* SQS names the entry shape of the action: SendMessageBatchRequestEntry */
 	if (arr == NULL || JsonContainerSize(arr) == 0)
 		sqs_fail(SQS_ERR_EMPTY_BATCH_REQUEST,
-				 "There should be at least one entry in the request.");
+				 "There should be at least one %sRequestEntry in the request.",
+				 call->action);
 	if (JsonContainerSize(arr) > SQS_MAX_BATCH)
 		sqs_fail(SQS_ERR_TOO_MANY_ENTRIES_IN_BATCH_REQUEST,
 				 "Maximum number of entries per request are %d. You have sent %u.",
@@ -2109,8 +2383,18 @@ enum
 	SA_SEQ = 1 << 4,
 	SA_GROUP = 1 << 5,
 	SA_DEDUP = 1 << 6,
-	SA_ALL = (1 << 7) - 1
+	SA_DLQ_SOURCE = 1 << 7,
+	SA_TRACE = 1 << 8,
+	SA_ALL = (1 << 9) - 1
 };
+
+/*
+ * The attribute the SQL API gives a dead letter (deadletter.c): on the
+ * wire a dead letter carries no attribute of ours (SQS's limit of 10 would
+ * count it), and its source is the DeadLetterQueueSourceArn system
+ * attribute instead.
+ */
+#define DEAD_LETTER_ATTR "queue.dead_letter"
 
 static int
 system_attr_bits(char **names, int n)
@@ -2128,6 +2412,8 @@ system_attr_bits(char **names, int n)
 		{"SequenceNumber", SA_SEQ},
 		{"MessageGroupId", SA_GROUP},
 		{"MessageDeduplicationId", SA_DEDUP},
+		{"DeadLetterQueueSourceArn", SA_DLQ_SOURCE},
+		{"AWSTraceHeader", SA_TRACE},
 	};
 	int			bits = 0;
 
@@ -2180,7 +2466,9 @@ received_attrs(Jsonb *attrs, char **names, int n)
 	{
 		JsonbValue *v = &p.vals[i];
 
-		if (!wants_attr(p.keys[i], names, n))
+		if (strcmp(p.keys[i], DEAD_LETTER_ATTR) == 0 ||
+			strcmp(p.keys[i], TRACE_HEADER_ATTR) == 0 ||
+			!wants_attr(p.keys[i], names, n))
 			continue;
 		if (k++ > 0)
 			appendStringInfoChar(&buf, ',');
@@ -2359,7 +2647,7 @@ act_receive_message(SqsCall *call, StringInfo out, SqsResponse *resp)
 		if (r > 0)
 			appendStringInfoChar(out, ',');
 		appendStringInfoChar(out, '{');
-		kv_int_str(out, &first, "MessageId", id);
+		kv_message_id(out, &first, "MessageId", id);
 		kv_str(out, &first, "ReceiptHandle", receipt ? receipt : "");
 		sqs_md5_hex(body, strlen(body), md5);
 		kv_str(out, &first, "MD5OfBody", md5);
@@ -2379,11 +2667,31 @@ act_receive_message(SqsCall *call, StringInfo out, SqsResponse *resp)
 			if (sys_bits & SA_FIRST)
 				kv_int_str(out, &f, "ApproximateFirstReceiveTimestamp", epoch_ms(first_at));
 			if ((sys_bits & SA_SEQ) && !seq_null)
-				kv_int_str(out, &f, "SequenceNumber", seq);
+				kv_sequence(out, &f, "SequenceNumber", seq);
 			if ((sys_bits & SA_GROUP) && group != NULL)
 				kv_str(out, &f, "MessageGroupId", group);
 			if ((sys_bits & SA_DEDUP) && dedup != NULL)
 				kv_str(out, &f, "MessageDeduplicationId", dedup);
+			if ((sys_bits & SA_DLQ_SOURCE) && attrs != NULL && JB_ROOT_IS_OBJECT(attrs))
+			{
+				JsonbValue *dl = member(&attrs->root, DEAD_LETTER_ATTR);
+				JsonbValue *src = (dl != NULL && dl->type == jbvBinary &&
+								   JsonContainerIsObject(dl->val.binary.data))
+					? member(dl->val.binary.data, "source_queue") : NULL;
+
+				if (src != NULL && src->type == jbvString)
+					kv_str(out, &f, "DeadLetterQueueSourceArn",
+						   sqs_queue_arn(call, pnstrdup(src->val.string.val,
+														src->val.string.len)));
+			}
+			if ((sys_bits & SA_TRACE) && attrs != NULL && JB_ROOT_IS_OBJECT(attrs))
+			{
+				JsonbValue *th = member(&attrs->root, TRACE_HEADER_ATTR);
+
+				if (th != NULL && th->type == jbvString)
+					kv_str(out, &f, "AWSTraceHeader",
+						   pnstrdup(th->val.string.val, th->val.string.len));
+			}
 			appendStringInfoChar(out, '}');
 		}
 		mattrs = received_attrs(attrs, attr_names, n_attr);
@@ -2405,29 +2713,41 @@ act_receive_message(SqsCall *call, StringInfo out, SqsResponse *resp)
  */
 
 /*
- * The SQS error of a failed queue.delete / queue.change_visibility, or
- * SQS_ERR_NONE when the SQL error is not one of a receipt's (it is then
- * raised as it is).  A forged receipt is 22P02; a stale one, or one whose
- * message is gone, 55000; a visibility change after the lease ended is
- * 55000 too, told apart by settle.c's message.
+ * The SQS answer of a failed queue.delete / queue.change_visibility: the
+ * SQS error, SQS_ERR_NONE with *ok set when SQS answers success, or
+ * SQS_ERR_NONE with *ok unset when the SQL error is not one of a receipt's
+ * (it is then raised as it is).  A forged receipt is 22P02; a stale one,
+ * or one whose message is gone, or a visibility change after the lease
+ * ended, is 55000.  On the wire the endpoint answers as SQS does (DESIGN.md
+ * "SQS API"), though the SQL API refuses: a stale receipt's DeleteMessage
+ * succeeds and deletes nothing ("the request succeeds, but the message
+ * will not be deleted"); its ChangeMessageVisibility is
+ * InvalidParameterValue, in SQS's words.
  */
 static SqsError
-settle_error(ErrorData *edata, bool change, const char **msg)
+settle_error(ErrorData *edata, bool change, const char *receipt,
+			 const char **msg, bool *ok)
 {
+	/* SQS quotes the receipt in its messages; a receipt longer is no SQS's */
+	int			rlen = (int) Min(strlen(receipt), 1024);
+
+	*ok = false;
 	if (edata->sqlerrcode == ERRCODE_INVALID_TEXT_REPRESENTATION)
 	{
-		*msg = "The input receipt handle is invalid.";
+		*msg = psprintf("The input receipt handle \"%.*s\" is not a valid receipt handle.",
+						rlen, receipt);
 		return SQS_ERR_RECEIPT_HANDLE_IS_INVALID;
 	}
 	if (edata->sqlerrcode == ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
 	{
-		if (change && edata->message && strstr(edata->message, "lease that has ended"))
+		if (change)
 		{
-			*msg = "Message does not exist or is not available for visibility timeout change.";
-			return SQS_ERR_MESSAGE_NOT_INFLIGHT;
+			*msg = psprintf("Value %.*s for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.",
+							rlen, receipt);
+			return SQS_ERR_INVALID_PARAMETER_VALUE;
 		}
-		*msg = "The input receipt handle is invalid: it is not the latest receipt of its message.";
-		return SQS_ERR_RECEIPT_HANDLE_IS_INVALID;
+		*ok = true;
+		return SQS_ERR_NONE;
 	}
 	if (edata->sqlerrcode == ERRCODE_INVALID_PARAMETER_VALUE && change)
 	{
@@ -2438,34 +2758,26 @@ settle_error(ErrorData *edata, bool change, const char **msg)
 }
 
 /*
- * One delete or visibility change that ends the action: the SQL error of a
- * receipt becomes SQS's at once (the transaction is lost either way, so no
- * subtransaction is paid for).
+ * One delete or visibility change that ends the action, in a
+ * subtransaction: a stale receipt's DeleteMessage must still commit (and
+ * succeed), so its error cannot take the transaction with it.
  */
 static void
-settle_one(PlanKind k, Datum *v, bool change)
+settle_one(PlanKind k, Datum *v, bool change, const char *receipt)
 {
-	MemoryContext oldcxt = CurrentMemoryContext;
-	ErrorData  *volatile edata = NULL;
+	ErrorData  *edata = run_in_subxact(k, v, NULL, NULL);
+	SqsError	err;
+	const char *msg;
+	bool		ok;
 
-	PG_TRY();
-	{
-		run(k, v, NULL);
-	}
-	PG_CATCH();
-	{
-		SqsError	err;
-		const char *msg;
-
-		MemoryContextSwitchTo(oldcxt);
-		edata = CopyErrorData();
-		err = settle_error(edata, change, &msg);
-		if (err == SQS_ERR_NONE)
-			PG_RE_THROW();
-		FlushErrorState();
-		sqs_fail(err, "%s", msg);
-	}
-	PG_END_TRY();
+	if (edata == NULL)
+		return;
+	err = settle_error(edata, change, receipt, &msg, &ok);
+	if (ok)
+		return;
+	if (err == SQS_ERR_NONE)
+		ReThrowError(edata);
+	sqs_fail(err, "%s", msg);
 }
 
 static void
@@ -2476,7 +2788,7 @@ act_delete_message(SqsCall *call, StringInfo out)
 	Datum		v[2] = {CStringGetTextDatum(name), CStringGetTextDatum(receipt)};
 
 	/* false (already deleted, its latest receipt): success, as SQS */
-	settle_one(P_DELETE, v, false);
+	settle_one(P_DELETE, v, false, receipt);
 	appendStringInfoString(out, "{}");
 }
 
@@ -2495,7 +2807,7 @@ act_change_message_visibility(SqsCall *call, StringInfo out)
 	v[0] = CStringGetTextDatum(name);
 	v[1] = CStringGetTextDatum(receipt);
 	v[2] = secs_interval(timeout);
-	settle_one(P_CHANGE_VIS, v, true);
+	settle_one(P_CHANGE_VIS, v, true, receipt);
 	appendStringInfoString(out, "{}");
 }
 
@@ -2544,8 +2856,10 @@ settle_batch(SqsCall *call, StringInfo out, bool change)
 		edata = run_in_subxact(change ? P_CHANGE_VIS : P_DELETE, v, NULL, NULL);
 		if (edata != NULL)
 		{
-			errs[i] = settle_error(edata, change, &msgs[i]);
-			if (errs[i] == SQS_ERR_NONE)
+			bool		ok;
+
+			errs[i] = settle_error(edata, change, receipt, &msgs[i], &ok);
+			if (errs[i] == SQS_ERR_NONE && !ok)
 				ReThrowError(edata);
 		}
 	}
@@ -2795,6 +3109,26 @@ act_cancel_message_move_task(SqsCall *call, StringInfo out)
 	appendStringInfoChar(out, '}');
 }
 
+/*
+ * STS GetCallerIdentity (signed with the sts scope; protocol.c admits it
+ * for nothing else): the account id, an ARN naming the key's role, and
+ * the key as UserId.
+ */
+static void
+act_get_caller_identity(SqsCall *call, StringInfo out)
+{
+	char	   *role = GetUserNameFromId(call->auth.role, true);
+	bool		first = true;
+
+	appendStringInfoChar(out, '{');
+	kv_str(out, &first, "UserId", call->auth.access_key_id);
+	kv_str(out, &first, "Account", call->account_id ? call->account_id : "000000000000");
+	kv_str(out, &first, "Arn", psprintf("arn:aws:iam::%s:role/%s",
+										call->account_id ? call->account_id : "000000000000",
+										role ? role : call->auth.access_key_id));
+	appendStringInfoChar(out, '}');
+}
+
 static void
 act_unsupported(SqsCall *call, StringInfo out)
 {
@@ -2829,6 +3163,7 @@ static const struct
 	{"CreateQueue", act_create_queue},
 	{"DeleteQueue", act_delete_queue},
 	{"GetQueueUrl", act_get_queue_url},
+	{"GetCallerIdentity", act_get_caller_identity},
 	{"ListQueues", act_list_queues},
 	{"GetQueueAttributes", act_get_queue_attributes},
 	{"SetQueueAttributes", act_set_queue_attributes},

@@ -14,6 +14,13 @@
  * both, and xml_render() turns the output shape into the XML answer whose
  * element names botocore's Query model (service-2.json) expects.
  *
+ * The protocol is the content type's, as SQS picks it: a form body is Query
+ * even with an X-Amz-Target header.  A Query request posted to a queue URL
+ * (/<account>/<queue>) with no QueueUrl addresses the queue of its path
+ * (path_queue_name).  STS GetCallerIdentity, signed with the sts scope, is
+ * the one action of another service served (AWS tooling asks it for the
+ * account id).
+ *
  * Errors: actions.c and sigv4.c raise SQS's errors with sqs_fail (an
  * ereport(ERROR) remembered here); every other error comes from the SQL
  * API and is mapped by its SQLSTATE (sql_error()).  Anything unexpected is
@@ -45,6 +52,9 @@
 
 #define SQS_XMLNS "http://queue.amazonaws.com/doc/2012-11-05/"
 #define SQS_API_VERSION "2012-11-05"
+#define STS_API_VERSION "2011-06-15"
+#define STS_XMLNS "https://sts.amazonaws.com/doc/2011-06-15/"
+#define STS_TARGET "AWSSecurityTokenServiceV20110615."
 #define JSON_CONTENT_TYPE "application/x-amz-json-1.0"
 #define XML_CONTENT_TYPE "text/xml"
 
@@ -134,7 +144,11 @@ sql_error(const ErrorData *edata, const char **message)
 		case ERRCODE_STRING_DATA_RIGHT_TRUNCATION:
 		case ERRCODE_CHARACTER_NOT_IN_REPERTOIRE:
 		case ERRCODE_UNTRANSLATABLE_CHARACTER:
+			/* a refusal of the SQL API is the client's, never a 5xx */
+		case ERRCODE_DEPENDENT_OBJECTS_STILL_EXIST:
 			return SQS_ERR_INVALID_PARAMETER_VALUE;
+		case ERRCODE_FEATURE_NOT_SUPPORTED:
+			return SQS_ERR_UNSUPPORTED_OPERATION;
 		case ERRCODE_READ_ONLY_SQL_TRANSACTION:
 		case ERRCODE_T_R_SERIALIZATION_FAILURE:
 		case ERRCODE_T_R_DEADLOCK_DETECTED:
@@ -905,8 +919,8 @@ static void
 xml_render(StringInfo buf, const char *action, const char *out,
 		   const char *request_id)
 {
-	appendStringInfo(buf, "<?xml version=\"1.0\"?><%sResponse xmlns=\"" SQS_XMLNS "\">",
-					 action);
+	appendStringInfo(buf, "<?xml version=\"1.0\"?><%sResponse xmlns=\"%s\">",
+					 action, strcmp(action, "GetCallerIdentity") == 0 ? STS_XMLNS : SQS_XMLNS);
 	if (!name_in(action, no_result_actions, lengthof(no_result_actions)))
 	{
 		Jsonb	   *jb = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
@@ -927,6 +941,42 @@ xml_render(StringInfo buf, const char *action, const char *out,
  * One request
  * ----------------------------------------------------------------
  */
+
+/*
+ * The queue a Query request addresses as its path, SQS's documented form
+ * (POST /<account>/<queue>, no QueueUrl: kombu, Amazon::SQS::Simple, older
+ * SDKs): the path's last segment when there are at least two, else NULL.
+ * Bounded: a queue name is at most 80 characters of [A-Za-z0-9_-.], so
+ * anything longer or otherwise spelt is no queue name and left to the
+ * action's own QueueUrl rules.
+ */
+static const char *
+path_queue_name(const char *raw_path)
+{
+	const char *end;
+	const char *last;
+	int			segments = 0;
+
+	if (raw_path == NULL || raw_path[0] != '/')
+		return NULL;
+	end = raw_path + strcspn(raw_path, "?#");
+	while (end > raw_path + 1 && end[-1] == '/')
+		end--;
+	for (const char *p = raw_path; p < end; p++)
+		if (*p == '/')
+			segments++;
+	if (segments < 2)
+		return NULL;
+	last = end;
+	while (last > raw_path && last[-1] != '/')
+		last--;
+	if (end - last < 1 || end - last > 80)
+		return NULL;
+	for (const char *p = last; p < end; p++)
+		if (!(isalnum((unsigned char) *p) || *p == '_' || *p == '-' || *p == '.'))
+			return NULL;
+	return pnstrdup(last, end - last);
+}
 
 /* An action name: letters only, bounded */
 static bool
@@ -1027,18 +1077,30 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 	resp->lock_retry = false;
 	add_header(resp, "x-amzn-RequestId", request_id);
 
-	/* Which protocol, which action: nothing here can throw */
-	if (target != NULL)
+	/*
+	 * Which protocol, which action: nothing here can throw.  As SQS does, the
+	 * content type decides: AWS JSON 1.0 is application/x-amz-json-1.0; a
+	 * form-encoded body (or a GET's query string) is Query even when an
+	 * X-Amz-Target header comes with it (Amazon::SQS::Simple sends
+	 * "AmazonSQSv20121105.<Action>" with a Query body).  A target with no
+	 * content type and no Action parameter is JSON, as before.
+	 */
+	if (target != NULL &&
+		(ctype != NULL ? pg_strncasecmp(ctype, "application/x-amz-json", 22) == 0
+		 : request_param(req, "Action") == NULL))
 	{
 		proto = PROTO_JSON;
-		if (strncmp(target, "AmazonSQS.", 10) != 0 || !valid_action_name(target + 10))
+		if (strcmp(target, STS_TARGET "GetCallerIdentity") == 0)
+			action = "GetCallerIdentity";
+		else if (strncmp(target, "AmazonSQS.", 10) != 0 || !valid_action_name(target + 10))
 		{
 			error_answer(resp, proto, SQS_ERR_INVALID_ACTION,
 						 "The X-Amz-Target header names no operation of AmazonSQS.",
 						 request_id);
 			return;
 		}
-		action = target + 10;
+		else
+			action = target + 10;
 	}
 	else
 	{
@@ -1063,7 +1125,9 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 						 "The action is not valid for this endpoint.", request_id);
 			return;
 		}
-		if (version != NULL && strcmp(version, SQS_API_VERSION) != 0)
+		if (version != NULL && strcmp(version, SQS_API_VERSION) != 0 &&
+			!(strcmp(action, "GetCallerIdentity") == 0 &&
+			  strcmp(version, STS_API_VERSION) == 0))
 		{
 			error_answer(resp, proto, SQS_ERR_INVALID_PARAMETER_VALUE,
 						 "Version " SQS_API_VERSION " is the only version served.",
@@ -1104,6 +1168,16 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 							   save_sec | SECURITY_LOCAL_USERID_CHANGE |
 							   SECURITY_RESTRICTED_OPERATION);
 
+		/*
+		 * A signature scoped to STS is good for GetCallerIdentity only, and
+		 * GetCallerIdentity only with one (AWS tooling learns the account
+		 * this way before it builds queue ARNs).
+		 */
+		if ((strcmp(call.auth.service, "sts") == 0) !=
+			(strcmp(action, "GetCallerIdentity") == 0))
+			sqs_fail(SQS_ERR_INVALID_ACTION,
+					 "The action %s is not valid for this endpoint.", action);
+
 		call.req = req;
 		call.action = action;
 		call.query_protocol = (proto == PROTO_QUERY);
@@ -1113,6 +1187,10 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 		call.account_id = GetConfigOption("queue.sqs_account_id", true, false);
 		if (call.account_id == NULL)
 			call.account_id = "000000000000";
+		/* a string setting's value is the setting's own: no copy needed */
+		call.public_url = GetConfigOption("queue.sqs_public_url", true, false);
+		if (proto == PROTO_QUERY)
+			call.path_queue = path_queue_name(req->raw_path);
 		if (proto == PROTO_JSON)
 			call.input = parse_json_body(req);
 		else

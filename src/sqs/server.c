@@ -30,6 +30,7 @@
 #include <microhttpd.h>
 
 #include "access/xact.h"
+#include "commands/dbcommands.h"
 #include "common/pg_prng.h"
 #include "fmgr.h"
 #include "lib/ilist.h"
@@ -284,6 +285,7 @@ queue_sqs_register(void)
 				 errdetail("%s.", err),
 				 errhint("Use port, :port, host:port or [IPv6 address]:port.")));
 
+	sqs_shared_request();
 	for (int i = 0; i < nworkers; i++)
 	{
 		BackgroundWorker bgw;
@@ -1362,6 +1364,52 @@ sqs_start_daemon(const char *listen, int max_connections)
 }
 
 /*
+ * The worker's last start died connecting to its database (missing, most
+ * likely: queue.sqs_database names none yet).  Rather than die again every
+ * second, connect to no database, say so once in the log (one line for
+ * all workers), and look for it with a back-off (1 s doubling to 10 s: a
+ * look is one index probe of a shared catalog);
+ * once it is there, end so that the postmaster starts the worker again
+ * (bgw_restart_time), which then connects.
+ */
+static void
+sqs_wait_for_database(const char *db)
+{
+	long		delay_ms = 1000;
+
+	BackgroundWorkerInitializeConnection(NULL, NULL, 0);
+	for (;;)
+	{
+		Oid			dboid;
+
+		CHECK_FOR_INTERRUPTS();
+		if (ConfigReloadPending)
+		{
+			ConfigReloadPending = false;
+			ProcessConfigFile(PGC_SIGHUP);
+		}
+		StartTransactionCommand();
+		dboid = get_database_oid(db, true);
+		CommitTransactionCommand();
+		if (OidIsValid(dboid))
+			break;
+		if (sqs_missing_log_once())
+			ereport(LOG,
+					(errmsg("queue sqs workers: database \"%s\" does not exist; the SQS endpoint waits for it", db),
+					 errhint("Create the database, or set queue.sqs_database to one that exists (a restart is needed).")));
+		(void) WaitLatch(MyLatch, WL_LATCH_SET | WL_TIMEOUT | WL_EXIT_ON_PM_DEATH,
+						 delay_ms, PG_WAIT_EXTENSION);
+		ResetLatch(MyLatch);
+		delay_ms = Min(delay_ms * 2, 10 * 1000);
+	}
+	sqs_connect_end(sqs_index);
+	ereport(LOG,
+			(errmsg("queue sqs worker %d: database \"%s\" exists now; restarting to serve it",
+					sqs_index, db)));
+	proc_exit(1);
+}
+
+/*
  * A worker: connect, pin the settings, attach the watcher, listen, loop.
  *
  * Each pass: rebuild the wait set if the parked set changed; sleep until
@@ -1386,7 +1434,12 @@ queue_sqs_main(Datum main_arg)
 	BackgroundWorkerUnblockSignals();
 
 	db = GetConfigOption("queue.sqs_database", false, false);
-	BackgroundWorkerInitializeConnection(db ? db : "postgres", NULL, 0);
+	if (db == NULL)
+		db = "postgres";
+	if (sqs_connect_begin(sqs_index))
+		sqs_wait_for_database(db);	/* never returns */
+	BackgroundWorkerInitializeConnection(db, NULL, 0);
+	sqs_connect_end(sqs_index);
 	queue_pin_process_settings();
 	queue_wait_watcher_attach(sqs_index);
 	before_shmem_exit(sqs_at_exit, Int32GetDatum(sqs_index));

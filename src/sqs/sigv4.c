@@ -95,6 +95,7 @@ typedef struct SigClaim
 	char		key_id[129];
 	char		scope_date[9];
 	char		region[64];
+	char		service[4];		/* "sqs", or "sts" (GetCallerIdentity only) */
 	/* the signed headers, sorted */
 	int			nsigned;
 	char	   *signed_names[SIGV4_MAX_SIGNED_HEADERS];
@@ -555,9 +556,13 @@ parse_credential(SigClaim *claim)
 	if (strcmp(slash[0] + 1, "aws4_request") != 0)
 		sqs_fail(SQS_ERR_SIGNATURE_DOES_NOT_MATCH,
 				 "Credential should be scoped with a valid terminator: 'aws4_request'.");
-	if (slash[0] - slash[1] - 1 != 3 || strncmp(slash[1] + 1, "sqs", 3) != 0)
+	/* sts: STS GetCallerIdentity, which protocol.c alone lets through */
+	if (slash[0] - slash[1] - 1 != 3 ||
+		(strncmp(slash[1] + 1, "sqs", 3) != 0 && strncmp(slash[1] + 1, "sts", 3) != 0))
 		sqs_fail(SQS_ERR_SIGNATURE_DOES_NOT_MATCH,
 				 "Credential should be scoped to correct service: 'sqs'.");
+	memcpy(claim->service, slash[1] + 1, 3);
+	claim->service[3] = '\0';
 	key_len = slash[3] - c;
 	if (key_len == 0 || key_len >= sizeof(claim->key_id))
 		sqs_fail(SQS_ERR_INVALID_CLIENT_TOKEN_ID,
@@ -848,15 +853,15 @@ sign_canonical(const char *canonical, size_t canonical_len,
 	sha256(canonical, canonical_len, digest);
 	to_hex(digest, sizeof(digest), digest_hex);
 	initStringInfo(&sts);
-	appendStringInfo(&sts, "%s\n%s\n%s/%s/sqs/aws4_request\n%s",
+	appendStringInfo(&sts, "%s\n%s\n%s/%s/%s/aws4_request\n%s",
 					 SIGV4_ALGORITHM, claim->amz_date, claim->scope_date,
-					 claim->region, digest_hex);
+					 claim->region, claim->service, digest_hex);
 	hmac_sha256(signing_key, SIGV4_SHA256_LEN, sts.data, sts.len, digest);
 	to_hex(digest, sizeof(digest), hex);
 	pfree(sts.data);
 }
 
-/* HMAC chain "AWS4"+secret -> date -> region -> "sqs" -> "aws4_request". */
+/* HMAC chain "AWS4"+secret -> date -> region -> service -> "aws4_request". */
 static void
 derive_key(const char *secret, const SigClaim *claim, unsigned char *key)
 {
@@ -870,7 +875,7 @@ derive_key(const char *secret, const SigClaim *claim, unsigned char *key)
 	explicit_bzero(k0, slen + 4);
 	pfree(k0);
 	hmac_sha256(k, sizeof(k), claim->region, strlen(claim->region), key);
-	hmac_sha256(key, SIGV4_SHA256_LEN, "sqs", 3, k);
+	hmac_sha256(key, SIGV4_SHA256_LEN, claim->service, 3, k);
 	hmac_sha256(k, sizeof(k), "aws4_request", 12, key);
 	explicit_bzero(k, sizeof(k));
 }
@@ -1074,4 +1079,5 @@ sqs_verify(const SqsRequest *req, TimestampTz now, SqsAuth *auth)
 	auth->role = role;
 	strlcpy(auth->access_key_id, claim.key_id, sizeof(auth->access_key_id));
 	strlcpy(auth->region, claim.region, sizeof(auth->region));
+	strlcpy(auth->service, claim.service, sizeof(auth->service));
 }

@@ -16,6 +16,8 @@
  *	  digest.c	 SQS's MD5 digests of bodies and message attributes
  *	  wire.c	 SQS's errors (table, sqs_fail) and a request's headers: the
  *				 vocabulary every file above shares
+ *	  shared.c	 the workers' shared memory: recent purges (PurgeQueue's
+ *				 minute), workers that died connecting to their database
  * Below them: PostgreSQL, libmicrohttpd (server.c only), OpenSSL, and the
  * few functions the core exports for this library (core_api.h).  Nothing
  * in the core includes this file.
@@ -70,6 +72,7 @@ typedef struct SqsAuth
 	Oid			role;
 	char		access_key_id[129];
 	char		region[64];		/* the credential scope's region */
+	char		service[4];		/* the scope's service: "sqs", or "sts" */
 } SqsAuth;
 
 /*
@@ -160,6 +163,13 @@ extern int	sqs_fail_raised(const ErrorData *edata);
 extern void sqs_fail_forget(void);
 extern const char *sqs_header(const SqsRequest *req, const char *lname);
 
+/* shared.c: the workers' shared memory (PostgreSQL only below it) */
+extern void sqs_shared_request(void);
+extern bool sqs_purge_note(const char *queue_name, TimestampTz now);
+extern bool sqs_connect_begin(int index);
+extern void sqs_connect_end(int index);
+extern bool sqs_missing_log_once(void);
+
 /*
  * protocol.c: serve one request completely (its own transaction or
  * transactions; never throws: every failure becomes an SQS error answer).
@@ -191,6 +201,10 @@ typedef struct SqsCall
 	bool		query_protocol;
 	const char *host;			/* Host header, for queue URLs */
 	const char *account_id;		/* queue.sqs_account_id */
+	const char *public_url;		/* queue.sqs_public_url; NULL or "": none */
+	const char *path_queue;		/* Query: the queue the request path names
+								 * (/<account>/<queue>), used when there is
+								 * no QueueUrl; NULL when none */
 } SqsCall;
 
 /*

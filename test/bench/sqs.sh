@@ -15,6 +15,8 @@
 #  c. SQS_PARK long polls parked at once: the endpoint workers' memory
 #     (proportional set size, smaps_rollup) before and while they wait, and
 #     the number of processes (never one per request)
+#  d. one sequential SDK client (boto3, the JS SDK v3), batch 1 and 10,
+#     against one SQL client of the same cycle (test/bench/sqs_sdk.sh)
 #
 # Printed, never asserted.
 
@@ -91,3 +93,6 @@ else
 	result sqs_parked_memory_added "$(awk -v a="$during" -v b="$before" 'BEGIN { print (a - b) / 1024 }')" MB 1 - \
 		"($SQS_PARK parked long polls, all endpoint workers, Pss)"
 fi
+
+# shellcheck source=sqs_sdk.sh
+. "$HERE/sqs_sdk.sh"

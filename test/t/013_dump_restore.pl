@@ -99,6 +99,13 @@ like($src_topics, qr/news_ordered news\.fifo/, 'source has the subscriptions');
 my $max_sub = $src->safe_psql('shop', 'SELECT max(subscription_id) FROM queue._subscriptions');
 my $nf1_id = $src->safe_psql('shop', "SELECT message_id FROM queue.publish('news_ordered', 'nf1 again', message_group_id => 'g', deduplication_id => 'tp-1')");
 
+# --- the SQS endpoint's queue attributes (1.7): kept by queue id
+$src->safe_psql('shop', q(
+INSERT INTO queue._sqs_attributes SELECT queue_id, '{"SqsManagedSseEnabled": "true", "KmsMasterKeyId": "alias/aws/sqs"}'
+FROM queue._queues WHERE queue_name = 'orders'));
+my $sqs_attrs = q(SELECT q.queue_name || ' ' || a.attributes::text FROM queue._sqs_attributes a
+	JOIN queue._queues q USING (queue_id));
+
 # --- consumers (1.3): two paused consumers, one of a role by name, with a
 # handler in public; paused in the transaction that creates them, so
 # neither touches a message before the dump
@@ -248,6 +255,8 @@ for my $db ('shop', 'shop2')
 		'00:00:30', "$db: retry_delay came back");
 	is($dst->safe_psql($db, $grants), $src_grants, "$db: the grants, by role");
 	is($dst->safe_psql($db, $topics), $src_topics, "$db: topics, subscriptions and topic grants");
+	is($dst->safe_psql($db, $sqs_attrs), 'orders {"KmsMasterKeyId": "alias/aws/sqs", "SqsManagedSseEnabled": "true"}',
+		"$db: the SQS endpoint's queue attributes, with their queue");
 	is($dst->safe_psql($db, 'SELECT count(*) FROM queue._secret'), '1', "$db: one receipt key");
 	isnt($dst->safe_psql($db, "SELECT encode(key, 'hex') FROM queue._secret"), $key,
 		"$db: a key of its own");

@@ -374,6 +374,24 @@ SELECT queue.drop('up_mv_dlq');
 SELECT count(*) FROM queue._move_tasks;
 )), "h16 true COMPLETED 3 3 true true\n1\nt\n0",
 	'1.7: the record comes through keyed by its queue\'s id, the orphan is dropped, and a dropped queue takes its records');
+# 1.7 also (issue 36): queue.message_uuid / queue.message_id map the
+# messages kept from 1.0 to the SQS endpoint's MessageIds and back, and
+# queue._sqs_attributes (the SSE attributes set over HTTP) is there, empty,
+# dumped, and goes with its queue.
+is(sql(q(
+SELECT bool_and(queue.message_id(queue.message_uuid(m.message_id)) = m.message_id)
+	AND bool_and(queue.message_uuid(m.message_id)::text LIKE '00000000-____-4000-8000-____________')
+FROM (SELECT message_id FROM queue.peek('up_std') UNION ALL SELECT message_id FROM queue.peek('up_dlq')) m;
+SELECT count(*) FROM queue._sqs_attributes;
+SELECT count(*) FROM pg_extension e, unnest(e.extconfig) c
+WHERE e.extname = 'queue' AND c = 'queue._sqs_attributes'::regclass;
+SELECT queue.create('up_sse') > 0;
+INSERT INTO queue._sqs_attributes SELECT queue_id, '{"SqsManagedSseEnabled": "true"}' FROM queue._queues
+WHERE queue_name = 'up_sse';
+SELECT queue.drop('up_sse');
+SELECT count(*) FROM queue._sqs_attributes;
+)), "t\n0\n1\nt\nt\n0",
+	'1.7: message ids map to UUIDs and back; queue._sqs_attributes is dumped and goes with its queue');
 
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition

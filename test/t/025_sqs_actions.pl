@@ -106,7 +106,7 @@ is( $node->safe_psql('postgres', q(SELECT count(*) FROM queue.peek('act_interop'
 # sent over HTTP, received in SQL
 $v = phase('to_sql');
 is( $node->safe_psql('postgres', q(
-	SELECT message_id || ' ' || body || ' ' || attributes::text
+	SELECT queue.message_uuid(message_id) || ' ' || body || ' ' || attributes::text
 	FROM queue.receive('act_interop'))),
 	"$v->{http_message_id} from http {\"a\": {\"DataType\": \"String\", \"StringValue\": \"b\"}}",
 	'sent over HTTP, received in SQL with SQS\'s attribute shape');

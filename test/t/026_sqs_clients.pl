@@ -6,6 +6,9 @@
 #   python_boto3.py        Debian's boto3 1.26 (Query protocol)
 #   aws_cli.sh             Debian's awscli 2.9 (Query protocol)
 #   node/producer_consumer.mjs  @aws-sdk/client-sqs (AWS JSON 1.0)
+#   node/consumer_throws.mjs    bbc's sqs-consumer and sqs-producer (npm), a
+#                          handler that throws on some messages and always on
+#                          one, which ends in the dead-letter queue
 # each a FIFO producer/consumer, a dead-letter redrive and a long poll that a
 # second client's send answers early; and sigv4_check.py, requests signed by
 # botocore's and the JS SDK's signers accepted, tampered ones refused with
@@ -36,6 +39,9 @@ ok(-x $aws, "$aws is installed (awscli)") or BAIL_OUT('no aws cli');
 ok(-f "$examples/node/node_modules/\@aws-sdk/client-sqs/package.json",
 	'examples/sqs/node has its node_modules (test/setup.sh)')
   or BAIL_OUT('no @aws-sdk/client-sqs');
+ok(-f "$examples/node/node_modules/sqs-consumer/package.json",
+	'examples/sqs/node has sqs-consumer (test/setup.sh)')
+  or BAIL_OUT('no sqs-consumer');
 
 my $port = PostgreSQL::Test::Cluster::get_free_port();
 my $node = QueueWorkerNode::start(
@@ -113,6 +119,10 @@ run_client('aws_cli.sh', [ 'bash', "$examples/aws_cli.sh" ],
 run_client('node producer_consumer.mjs',
 	[ 'node', "$examples/node/producer_consumer.mjs" ],
 	qr/^fifo ok$/m, qr/^dead-letter ok$/m, qr/^long poll ok/m);
+# bbc's sqs-consumer / sqs-producer (npm), a handler that sometimes throws
+run_client('node consumer_throws.mjs',
+	[ 'node', "$examples/node/consumer_throws.mjs" ],
+	qr/^sqs-consumer ok \(30 handled/m, qr/^poison ok$/m);
 my $sig = run_client('sigv4_check.py', [ $python, '-I', "$examples/sigv4_check.py" ],
 	qr/^sigv4: \d+ passed, 0 failed$/m);
 unlike($sig, qr/^FAILED/m, 'sigv4_check.py: no case failed');

@@ -18,6 +18,7 @@ import sys
 import threading
 import time
 import urllib.request
+import uuid
 
 import boto3
 import botocore
@@ -59,6 +60,13 @@ def error_code(fn, *args, **kwargs):
     except botocore.exceptions.ClientError as e:
         return e.response['Error']['Code']
     return None
+
+
+def is_uuid(s):
+    try:
+        return str(uuid.UUID(s)) == s
+    except (TypeError, ValueError):
+        return False
 
 
 def md5(data):
@@ -159,7 +167,7 @@ def main():
     check('send: MD5OfMessageBody', r.get('MD5OfMessageBody') == md5(body.encode()), r)
     check('send: MD5OfMessageAttributes',
           r.get('MD5OfMessageAttributes') == md5_attrs(mattrs), r)
-    check('send: MessageId is a number', r.get('MessageId', '').isdigit(), r)
+    check('send: MessageId is a UUID', is_uuid(r.get('MessageId')), r)
     check('send: no SequenceNumber on a standard queue', 'SequenceNumber' not in r, r)
     sent_id = r['MessageId']
     r = sqs.receive_message(QueueUrl=q, AttributeNames=['All'],
@@ -208,14 +216,13 @@ def main():
                              VisibilityTimeout=1)['Messages'][0]
     check('change visibility 0: received again', m2['MessageId'] == m['MessageId'] and
           m2['Attributes']['ApproximateReceiveCount'] == '2', m2)
-    check('old receipt after a new receive: ReceiptHandleIsInvalid',
+    check('old receipt after a new receive: InvalidParameterValue (SQS)',
           error_code(sqs.change_message_visibility, QueueUrl=q, ReceiptHandle=m['ReceiptHandle'],
-                     VisibilityTimeout=5) == 'ReceiptHandleIsInvalid')
+                     VisibilityTimeout=5) == 'InvalidParameterValue')
     time.sleep(1.5)
     code = error_code(sqs.change_message_visibility, QueueUrl=q,
                       ReceiptHandle=m2['ReceiptHandle'], VisibilityTimeout=5)
-    check('lease ended: MessageNotInflight',
-          code in ('AWS.SimpleQueueService.MessageNotInflight', 'MessageNotInflight'), code)
+    check('lease ended: InvalidParameterValue (SQS)', code == 'InvalidParameterValue', code)
     check('VisibilityTimeout 43201: InvalidParameterValue',
           error_code(sqs.receive_message, QueueUrl=q, VisibilityTimeout=43201) == 'InvalidParameterValue')
     check('WaitTimeSeconds 21: InvalidParameterValue',
@@ -284,7 +291,8 @@ def main():
     r2 = sqs.send_message(QueueUrl=fq, MessageBody='f1 again', MessageGroupId='g',
                           MessageDeduplicationId='d1')
     check('dedup: the original MessageId', r1['MessageId'] == r2['MessageId'], (r1, r2))
-    check('FIFO send: SequenceNumber', r1.get('SequenceNumber', '').isdigit(), r1)
+    check('FIFO send: SequenceNumber of 20 digits',
+          r1.get('SequenceNumber', '').isdigit() and len(r1['SequenceNumber']) >= 20, r1)
     r = sqs.send_message_batch(QueueUrl=fq, Entries=[
         {'Id': 'x%d' % i, 'MessageBody': 'f%d' % i, 'MessageGroupId': 'g'} for i in range(2, 6)] +
         [{'Id': 'nogroup', 'MessageBody': 'f9'}])
