@@ -25,7 +25,7 @@
 #include "storage/spin.h"
 #include "utils/timestamp.h"
 
-#include "compat.h"
+#include "common/compat.h"
 #include "sqs.h"
 
 #define SQS_PURGE_SLOTS		256		/* purges remembered (oldest reused) */
