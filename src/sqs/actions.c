@@ -1396,6 +1396,30 @@ act_set_queue_attributes(SqsCall *call, StringInfo out)
 	appendStringInfoString(out, "{}");
 }
 
+
+/*
+ * A queue's visible, in-flight and delayed counts from queue.stats
+ * (ApproximateNumberOfMessages*, a move task's messages to move).
+ */
+static void
+queue_depth(const char *name, int64 *counts)
+{
+	Datum		v[1] = {CStringGetTextDatum(name)};
+
+	counts[0] = counts[1] = counts[2] = 0;
+	run(P_STATS, v, NULL);
+	if (SPI_processed == 0)
+		return;
+	check_result_cols(3);
+	for (int c = 0; c < 3; c++)
+	{
+		bool		isnull;
+		Datum		d = col(0, c + 1, &isnull);
+
+		counts[c] = isnull ? 0 : DatumGetInt64(d);
+	}
+}
+
 /* Which queue attributes GetQueueAttributes answers. */
 enum
 {
@@ -1422,11 +1446,14 @@ enum
 	QA_ALL = (1 << 20) - 1
 };
 
-static const struct
+/* An attribute's name and its QA_* bit */
+typedef struct AttrName
 {
 	const char *name;
 	int			bit;
-}			queue_attr_names[] = {
+} AttrName;
+
+static const AttrName queue_attr_names[] = {
 	{"VisibilityTimeout", QA_VISIBILITY},
 	{"DelaySeconds", QA_DELAY},
 	{"MessageRetentionPeriod", QA_RETENTION},
@@ -1490,21 +1517,9 @@ act_get_queue_attributes(SqsCall *call, StringInfo out)
 		kv_str(out, &first, "QueueArn", sqs_queue_arn(call, q.name));
 	if (want & (QA_VISIBLE | QA_IN_FLIGHT | QA_DELAYED))
 	{
-		Datum		v[1] = {CStringGetTextDatum(q.name)};
-		int64		counts[3] = {0, 0, 0};
+		int64		counts[3];
 
-		run(P_STATS, v, NULL);
-		if (SPI_processed > 0)
-		{
-			check_result_cols(3);
-			for (int c = 0; c < 3; c++)
-			{
-				bool		isnull;
-				Datum		d = col(0, c + 1, &isnull);
-
-				counts[c] = isnull ? 0 : DatumGetInt64(d);
-			}
-		}
+		queue_depth(q.name, counts);
 		if (want & QA_VISIBLE)
 			kv_int_str(out, &first, "ApproximateNumberOfMessages", counts[0]);
 		if (want & QA_IN_FLIGHT)
@@ -1561,11 +1576,7 @@ act_get_queue_attributes(SqsCall *call, StringInfo out)
 		/* as they were set: SqsManagedSseEnabled false when never set */
 		Datum		v[1] = {CStringGetTextDatum(q.name)};
 		Jsonb	   *sse = NULL;
-		static const struct
-		{
-			const char *name;
-			int			bit;
-		}			sse_names[] = {
+		static const AttrName sse_names[] = {
 			{"SqsManagedSseEnabled", QA_SSE},
 			{"KmsMasterKeyId", QA_KMS_KEY},
 			{"KmsDataKeyReusePeriodSeconds", QA_KMS_REUSE},
@@ -2971,18 +2982,11 @@ act_start_message_move_task(SqsCall *call, StringInfo out)
 	}
 
 	/* ApproximateNumberOfMessagesToMove: the dead-letter queue's depth now */
-	v[0] = CStringGetTextDatum(source);
-	run(P_STATS, v, NULL);
-	if (SPI_processed > 0)
 	{
-		check_result_cols(3);
-		for (int c = 0; c < 3; c++)
-		{
-			bool		isnull;
-			Datum		d = col(0, c + 1, &isnull);
+		int64		counts[3];
 
-			to_move += isnull ? 0 : DatumGetInt64(d);
-		}
+		queue_depth(source, counts);
+		to_move = counts[0] + counts[1] + counts[2];
 	}
 
 	if (!pg_strong_random(rnd, sizeof(rnd)))

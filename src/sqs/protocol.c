@@ -1078,15 +1078,15 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 	add_header(resp, "x-amzn-RequestId", request_id);
 
 	/*
-	 * Which protocol, which action: nothing here can throw.  As SQS does, the
-	 * content type decides: AWS JSON 1.0 is application/x-amz-json-1.0; a
-	 * form-encoded body (or a GET's query string) is Query even when an
-	 * X-Amz-Target header comes with it (Amazon::SQS::Simple sends
-	 * "AmazonSQSv20121105.<Action>" with a Query body).  A target with no
-	 * content type and no Action parameter is JSON, as before.
+	 * Which protocol, which action: nothing here can throw.  An X-Amz-Target
+	 * header means AWS JSON 1.0, except on a form-encoded body, or on a
+	 * request with no content type whose query string names an Action: those
+	 * are Query (Amazon::SQS::Simple sends "AmazonSQSv20121105.<Action>"
+	 * with a Query body).  A JSON request with another content type is
+	 * still answered in JSON, as its client expects.
 	 */
 	if (target != NULL &&
-		(ctype != NULL ? pg_strncasecmp(ctype, "application/x-amz-json", 22) == 0
+		(ctype != NULL ? pg_strncasecmp(ctype, "application/x-www-form-urlencoded", 33) != 0
 		 : request_param(req, "Action") == NULL))
 	{
 		proto = PROTO_JSON;

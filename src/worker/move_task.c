@@ -353,7 +353,7 @@ redrive_as(Oid role, text *source, text *dest, int64 n, int64 upto, int64 *selec
 		if (!passing_error(edata->sqlerrcode))
 			*reason = pstrdup(edata->message);
 		else
-			ereport(LOG,
+			ereport(edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ? DEBUG1 : LOG,
 					(errmsg("queue worker: a slice of a message move task is retried: %s",
 							edata->message)));
 		FreeErrorData(edata);
