@@ -32,6 +32,9 @@ extern void queue_wait_watch(int watcher, int64 queue_id, bool on);
 extern uint64 queue_wait_generation_of(int64 queue_id);
 extern int	queue_wait_slot_of(int64 queue_id);
 
+/* acl.c: whether a role may log in now (LOGIN, VALID UNTIL not past) */
+extern bool queue_role_may_log_in(Oid role, TimestampTz now);
+
 /*
  * move_task.c: the current transaction recorded a RUNNING message move
  * task (queue._move_tasks); its commit wakes the database's queue worker,

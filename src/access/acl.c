@@ -36,6 +36,8 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_authid.h"
+
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
@@ -487,4 +489,30 @@ queue_close(QueueCall *call)
 {
 	SPI_finish();
 	queue_leave(call);
+}
+
+/*
+ * Whether a role may log in now, as a login would decide: LOGIN, and its
+ * VALID UNTIL (when set) not past.  A key of the SQS endpoint works only
+ * while its role may (sigv4.c), and a message move task stops when the
+ * role that started it may not any more (move_task.c).
+ */
+bool
+queue_role_may_log_in(Oid role, TimestampTz now)
+{
+	HeapTuple	tup;
+	bool		isnull;
+	bool		may = false;
+
+	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(role));
+	if (HeapTupleIsValid(tup))
+	{
+		Form_pg_authid form = (Form_pg_authid) GETSTRUCT(tup);
+		Datum		until = SysCacheGetAttr(AUTHOID, tup, Anum_pg_authid_rolvaliduntil,
+											&isnull);
+
+		may = form->rolcanlogin && (isnull || DatumGetTimestampTz(until) >= now);
+		ReleaseSysCache(tup);
+	}
+	return may;
 }

@@ -47,14 +47,13 @@
 #include <openssl/evp.h>
 #include <openssl/hmac.h>
 
-#include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "utils/builtins.h"
 #include "utils/datetime.h"
-#include "utils/syscache.h"
 
 #include "common/compat.h"
+#include "core_api.h"
 #include "sqs.h"
 
 #define SIGV4_ALGORITHM			"AWS4-HMAC-SHA256"
@@ -672,33 +671,6 @@ check_time(const SigClaim *claim, TimestampTz now)
 	}
 }
 
-/*
- * The key's role must be one that may log in now: LOGIN, and its VALID
- * UNTIL (when set) not past.  ALTER ROLE ... NOLOGIN or an expired
- * password locks a role out of psql, and so out of the endpoint too.
- */
-static void
-role_may_log_in(Oid role, TimestampTz now)
-{
-	HeapTuple	tup;
-	bool		isnull;
-	bool		may = false;
-
-	tup = SearchSysCache1(AUTHOID, ObjectIdGetDatum(role));
-	if (HeapTupleIsValid(tup))
-	{
-		Form_pg_authid form = (Form_pg_authid) GETSTRUCT(tup);
-		Datum		until = SysCacheGetAttr(AUTHOID, tup, Anum_pg_authid_rolvaliduntil,
-											&isnull);
-
-		may = form->rolcanlogin && (isnull || DatumGetTimestampTz(until) >= now);
-		ReleaseSysCache(tup);
-	}
-	if (!may)
-		sqs_fail(SQS_ERR_INVALID_CLIENT_TOKEN_ID,
-				 "The security token included in the request is invalid.");
-}
-
 /* The key's role and secret; InvalidClientTokenId when there is none. */
 static char *
 lookup_secret(const char *key_id, Oid *role)
@@ -1073,8 +1045,10 @@ sqs_verify(const SqsRequest *req, TimestampTz now, SqsAuth *auth)
 					 "The X-Amz-Target header of a presigned request must be among its signed headers.");
 	}
 
-	/* A key works only while its role may log in (pg_authid, as a login) */
-	role_may_log_in(role, now);
+	/* A key works only while its role may log in (the core's acl.c) */
+	if (!queue_role_may_log_in(role, now))
+		sqs_fail(SQS_ERR_INVALID_CLIENT_TOKEN_ID,
+				 "The security token included in the request is invalid.");
 
 	auth->role = role;
 	strlcpy(auth->access_key_id, claim.key_id, sizeof(auth->access_key_id));

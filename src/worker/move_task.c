@@ -64,6 +64,7 @@
 #include "core_api.h"
 #include "common/queue_common.h"
 #include "storage/queue_storage.h"
+#include "access/queue_access.h"
 #include "lease/queue_lease.h"
 #include "worker/queue_worker.h"
 
@@ -428,6 +429,8 @@ slice(MoveTaskState *t, MemoryContext cxt)
 			reason = "The destination queue no longer exists.";
 		else if (!OidIsValid(role) || !SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)))
 			reason = "The role that started the task no longer exists.";
+		else if (!queue_role_may_log_in(role, now))
+			reason = "The role that started the task may no longer log in.";
 		else
 		{
 			moved = redrive_as(role, cstring_to_text(source),

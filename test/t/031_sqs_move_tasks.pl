@@ -180,6 +180,22 @@ my ($left4, $in4) = split / /, counts_of('mv_dlq4', 'mv_dest4');
 is($left4 + $in4, 1000, 'failed: no message lost or doubled');
 phase('revoked_end');
 
+# a role that may no longer log in: its running task fails too (a key works
+# only while its role may log in; a task it started stops with it)
+sql(q(SET ROLE mover; SELECT queue.grant('mv_dlq4', 'other', ARRAY['manage'])));
+phase('revoked_start');
+ok($node->poll_query_until('postgres',
+	q(SELECT count(*) = 1 FROM queue._move_tasks t JOIN queue._queues q ON q.queue_id = t.source_queue_id
+	  WHERE q.queue_name = 'mv_dlq4' AND t.status = 'RUNNING' AND t.moved > 0)), 'the role\'s new task moves');
+sql('ALTER ROLE other NOLOGIN');
+ok($node->poll_query_until('postgres',
+	q(SELECT failure_reason = 'The role that started the task may no longer log in.'
+	  FROM queue._move_tasks t JOIN queue._queues q ON q.queue_id = t.source_queue_id
+	  WHERE q.queue_name = 'mv_dlq4' ORDER BY t.started_at DESC LIMIT 1)), 'NOLOGIN: the task fails with its reason');
+sql('ALTER ROLE other LOGIN');
+($left4, $in4) = split / /, counts_of('mv_dlq4', 'mv_dest4');
+is($left4 + $in4, 1000, 'failed: no message lost or doubled');
+
 # tasks are keyed by the queue's id: a dropped queue's go with it, and a
 # new queue of the same name has none
 sql(q(SET ROLE mover;
