@@ -31,7 +31,7 @@ TAP_TESTS   = 1
 PROVE_TESTS = test/t/*.pl
 
 PG_CONFIG ?= pg_config
-# Receipts are signed by OpenSSL's SHA-256 (src/hmac.c) where PostgreSQL
+# Receipts are signed by OpenSSL's SHA-256 (src/common/hmac.c) where PostgreSQL
 # was built with OpenSSL, as its pg_config.h says (USE_OPENSSL), and by
 # pg_hmac otherwise: only the former links libcrypto.
 QUEUE_USE_OPENSSL := $(shell grep -qs 'define USE_OPENSSL 1' "$$($(PG_CONFIG) --includedir-server 2>/dev/null)/pg_config.h" && echo yes)

@@ -3,7 +3,7 @@
 #
 # Checks for PGXS and the server headers, pg_regress / pg_isolation_regress,
 # the PostgreSQL 15 server binaries, OpenSSL's headers when that PostgreSQL
-# uses OpenSSL (src/hmac.c signs receipts with it), the `postgres` OS user,
+# uses OpenSSL (src/common/hmac.c signs receipts with it), the `postgres` OS user,
 # a C compiler, make, prove and
 # perl's IPC::Run (the TAP tests need it), and what the examples suite and
 # the exporter test run: Debian's /usr/bin/python3 with psycopg 3
@@ -92,7 +92,7 @@ command -v curl >/dev/null 2>&1 || { missing+=("curl"); extra_pkgs+=(curl); }
 command -v aws >/dev/null 2>&1 || { missing+=("aws"); extra_pkgs+=(awscli); }
 /usr/bin/python3 -I -c 'import celery, kombu.transport.SQS, pycurl' >/dev/null 2>&1 ||
 	{ missing+=("python3 celery/kombu"); extra_pkgs+=(python3-celery python3-kombu python3-pycurl); }
-# src/hmac.c uses OpenSSL where PostgreSQL does (USE_OPENSSL in pg_config.h).
+# src/common/hmac.c uses OpenSSL where PostgreSQL does (USE_OPENSSL in pg_config.h).
 openssl_wanted() {
 	[ -n "$server_inc" ] && grep -qs 'define USE_OPENSSL 1' "$server_inc/pg_config.h"
 }

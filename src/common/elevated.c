@@ -146,13 +146,18 @@ queue_recover(MemoryContext cxt)
 
 	MemoryContextSwitchTo(cxt);
 	edata = CopyErrorData();
-	if (edata->sqlerrcode != ERRCODE_LOCK_NOT_AVAILABLE)
-		EmitErrorReport();
-	FlushErrorState();
 	if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
+	{
+		FlushErrorState();
 		ereport(DEBUG1,
 				(errmsg("%s: %s; tried again later", MyBgworkerEntry ?
 						MyBgworkerEntry->bgw_type : "queue", edata->message)));
+	}
+	else
+	{
+		EmitErrorReport();
+		FlushErrorState();
+	}
 	AbortCurrentTransaction();
 	MemoryContextSwitchTo(cxt);
 }

@@ -447,6 +447,21 @@ tell_to_stop(QueueConsumerSlot *s, char why, TimestampTz now)
 	s->stop_at = now;
 }
 
+/* Why a process was told to stop, in queue.consumers' words. */
+static const char *
+stop_words(char why)
+{
+	switch (why)
+	{
+		case QUEUE_CONSUMER_STOP_PAUSED:
+			return "paused";
+		case QUEUE_CONSUMER_STOP_SHARE:
+			return "over its fair share";
+		default:
+			return "dropped";
+	}
+}
+
 /* ms as seconds, for a person: "30 s", "2.5 s". */
 static char *
 seconds(int64 ms)
@@ -505,8 +520,7 @@ end_overstayers(QueueConsumerSlot *s, TimestampTz now)
 		overrun_at = AT(s->handler_since, s->handler_ms + CONSUMER_OVERRUN_MARGIN_MS);
 
 	if (overrun_at != 0 && now >= overrun_at && dropped_or_paused)
-		snprintf(why, sizeof(why), "%s: process terminated",
-				 s->stop_why == QUEUE_CONSUMER_STOP_PAUSED ? "paused" : "dropped");
+		snprintf(why, sizeof(why), "%s: process terminated", stop_words(s->stop_why));
 	else if (overrun_at != 0 && now >= overrun_at)
 		snprintf(why, sizeof(why),
 				 "batch ran past its visibility timeout of %s by %s: process terminated",
@@ -521,17 +535,12 @@ end_overstayers(QueueConsumerSlot *s, TimestampTz now)
 			DUE(overrun_at);
 		return due;
 	}
-	else if (in_handler && dropped_or_paused && now >= AT(s->cancel_at, CONSUMER_STOP_GRACE_MS))
-		snprintf(why, sizeof(why), "%s: process terminated",
-				 s->stop_why == QUEUE_CONSUMER_STOP_PAUSED ? "paused" : "dropped");
-	else if (in_handler && s->stop && !dropped_or_paused &&
-			 now >= AT(s->stop_at, CONSUMER_SHARE_GRACE_MS))
-		snprintf(why, sizeof(why), "over its fair share: process terminated");
-	else if (!in_handler && s->stop &&
-			 now >= AT(Max(s->stop_at, s->idle_since), CONSUMER_POLL_MS + CONSUMER_STOP_GRACE_MS))
-		snprintf(why, sizeof(why), "%s: process terminated",
-				 s->stop_why == QUEUE_CONSUMER_STOP_PAUSED ? "paused" :
-				 s->stop_why == QUEUE_CONSUMER_STOP_SHARE ? "over its fair share" : "dropped");
+	else if ((in_handler && dropped_or_paused && now >= AT(s->cancel_at, CONSUMER_STOP_GRACE_MS)) ||
+			 (in_handler && s->stop && !dropped_or_paused &&
+			  now >= AT(s->stop_at, CONSUMER_SHARE_GRACE_MS)) ||
+			 (!in_handler && s->stop &&
+			  now >= AT(Max(s->stop_at, s->idle_since), CONSUMER_POLL_MS + CONSUMER_STOP_GRACE_MS)))
+		snprintf(why, sizeof(why), "%s: process terminated", stop_words(s->stop_why));
 	else
 	{
 		/* Not yet: when to look again. */

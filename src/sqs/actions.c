@@ -33,7 +33,7 @@
  *	  types and values) against 1 MiB here, and by the SQL API against the
  *	  queue's max_message_size as it counts it (body + attributes' text).
  *	- A message move task is recorded here and run by the database's queue
- *	  worker in the background (src/move_task.c), as the caller's role;
+ *	  worker in the background (src/worker/move_task.c), as the caller's role;
  *	  starting, listing and cancelling one need manage on its source queue.
  *	- On the wire as SQS, where SQL is stricter (DESIGN.md "SQS API",
  *	  2026-11-27): MessageIds are UUIDs mapped from message ids
@@ -2898,7 +2898,7 @@ settle_batch(SqsCall *call, StringInfo out, bool change)
 
 /* ---------------------------------------------------------------------
  * Message move tasks: recorded in queue._move_tasks, run by the queue
- * worker (src/move_task.c); the endpoint never moves a message itself
+ * worker (src/worker/move_task.c); the endpoint never moves a message itself
  * ---------------------------------------------------------------------
  */
 

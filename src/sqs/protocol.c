@@ -1003,23 +1003,33 @@ valid_action_name(const char *s)
  * pinned settings (elevated.c) and beyond the reach of any role's or the
  * database's: the request runs none of their settings.
  */
-static void
-request_bounds(void)
+static char request_lock_timeout[32] = "10";
+static int	request_statement_timeout = 5000;
+
+/*
+ * queue.sqs_lock_timeout and queue.sqs_statement_timeout, read by server.c
+ * when the worker starts and at each reload, not per request.
+ */
+void
+sqs_read_request_bounds(void)
 {
 	const char *v;
-	char		lock_ms[32];
-	int			ms;
 
 	/* GetConfigOption's answer lives in a buffer the next call reuses */
 	v = GetConfigOption("queue.sqs_lock_timeout", true, false);
-	strlcpy(lock_ms, v ? v : "10", sizeof(lock_ms));
+	strlcpy(request_lock_timeout, v ? v : "10", sizeof(request_lock_timeout));
 	v = GetConfigOption("queue.sqs_statement_timeout", true, false);
-	ms = v ? atoi(v) : 5000;
-	(void) set_config_option("lock_timeout", lock_ms,
+	request_statement_timeout = v ? atoi(v) : 5000;
+}
+
+static void
+request_bounds(void)
+{
+	(void) set_config_option("lock_timeout", request_lock_timeout,
 							 PGC_SUSET, PGC_S_SESSION, GUC_ACTION_LOCAL,
 							 true, 0, false);
-	if (ms > 0)
-		enable_timeout_after(STATEMENT_TIMEOUT, ms);
+	if (request_statement_timeout > 0)
+		enable_timeout_after(STATEMENT_TIMEOUT, request_statement_timeout);
 }
 
 /*

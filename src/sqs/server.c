@@ -1269,15 +1269,20 @@ sqs_at_exit(int code, Datum arg)
 	queue_wait_watcher_detach(DatumGetInt32(arg));
 }
 
-/* queue.sqs_request_memory (kB): the bytes of bodies a worker may hold */
+/*
+ * queue.sqs_request_memory (kB): the bytes of bodies a worker may hold;
+ * and the bounds of each request's transaction (protocol.c).  At start and
+ * at each reload.
+ */
 static void
-sqs_read_budget(void)
+sqs_read_settings(void)
 {
 	const char *v = GetConfigOption("queue.sqs_request_memory", true, false);
 
 	sqs_body_budget = (size_t) (v ? atoi(v) : 65536) * 1024;
 	if (sqs_body_budget < SQS_MAX_BODY)
 		sqs_body_budget = SQS_MAX_BODY;
+	sqs_read_request_bounds();	/* protocol.c's lock and time bounds */
 }
 
 /* Open files: 10,000 connections need far more than the usual soft limit. */
@@ -1453,7 +1458,7 @@ queue_sqs_main(Datum main_arg)
 	sqs_slots = hash_create("queue sqs watched slots", 64, &ctl,
 							HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 
-	sqs_read_budget();
+	sqs_read_settings();
 	listen = GetConfigOption("queue.sqs_listen", false, false);
 	max_connections = atoi(GetConfigOption("queue.sqs_max_connections", false, false));
 	sqs_raise_fd_limit(max_connections);
@@ -1494,7 +1499,7 @@ queue_sqs_main(Datum main_arg)
 		{
 			ConfigReloadPending = false;
 			ProcessConfigFile(PGC_SIGHUP);
-			sqs_read_budget();
+			sqs_read_settings();
 		}
 		sqs_serve_parked();
 		MHD_run(sqs_daemon);

@@ -175,6 +175,8 @@ extern bool sqs_missing_log_once(void);
  * transactions; never throws: every failure becomes an SQS error answer).
  */
 extern void sqs_handle(const SqsRequest *req, SqsResponse *resp);
+/* The settings that bound a request's transaction, read again on reload */
+extern void sqs_read_request_bounds(void);
 /* An SQS error answered before sqs_handle (JSON when json, else Query XML) */
 extern void sqs_refuse(SqsResponse *resp, bool json, int err,
 					   const char *message, const char *request_id);

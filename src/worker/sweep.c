@@ -77,7 +77,8 @@ key(QueueRow *q, char kind)
  * Whether q was dropped (or moved, or purged: its rows have another key)
  * since the worker listed it, in a transaction just started.  A shared
  * queue is locked first, as an API call locks it (catalog.c), so a move or
- * purge under way is waited for.
+ * purge under way is waited for, as long as the worker waits for any lock
+ * (queue_bound_lock_waits: then the sweep is tried on a later pass).
  */
 static bool
 queue_row_gone(QueueRow *q)

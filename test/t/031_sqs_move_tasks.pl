@@ -1,5 +1,5 @@
 # The SQS endpoint's message move tasks run in the background (issue 34,
-# src/move_task.c): StartMessageMoveTask answers at once while the queue
+# src/worker/move_task.c): StartMessageMoveTask answers at once while the queue
 # worker moves the messages in slices, as the role that started the task,
 # at MaxNumberOfMessagesPerSecond; ListMessageMoveTasks shows RUNNING and
 # then COMPLETED, CANCELLED or FAILED with counts; CancelMessageMoveTask
