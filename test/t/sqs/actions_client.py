@@ -20,38 +20,24 @@ import time
 import urllib.request
 import uuid
 
-import boto3
 import botocore
 from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+import os
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves it out
+from tap_lines import ACCOUNT, REGION, check, queue_arn, queue_url, sqs_client, value  # noqa: E402
 ENDPOINT, KEY, SECRET, PHASE = sys.argv[1:5]
-REGION = 'us-east-1'
-ACCOUNT = '000000000000'
-sqs = boto3.client('sqs', endpoint_url=ENDPOINT, region_name=REGION,
-                   aws_access_key_id=KEY, aws_secret_access_key=SECRET,
-                   config=botocore.config.Config(retries={'max_attempts': 1},
-                                                 read_timeout=60))
-
-
-def check(name, cond, detail=''):
-    if cond:
-        print('ok\t%s' % name, flush=True)
-    else:
-        print('not ok\t%s\t%s' % (name, str(detail).replace('\n', ' ')), flush=True)
-
-
-def value(name, text):
-    print('value\t%s\t%s' % (name, text), flush=True)
+sqs = sqs_client(ENDPOINT, KEY, SECRET)
 
 
 def url(name):
-    return '%s/%s/%s' % (ENDPOINT, ACCOUNT, name)
+    return queue_url(ENDPOINT, name)
 
 
 def arn(name):
-    return 'arn:aws:sqs:%s:%s:%s' % (REGION, ACCOUNT, name)
+    return queue_arn(name)
 
 
 def error_code(fn, *args, **kwargs):

@@ -20,9 +20,10 @@ from botocore.auth import SigV4Auth
 from botocore.awsrequest import AWSRequest
 from botocore.credentials import Credentials
 
+import os
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))  # -I leaves it out
+from tap_lines import ACCOUNT, REGION, check, queue_arn, queue_url, sqs_client, value  # noqa: E402
 ENDPOINT, KEYS, PHASE = sys.argv[1:4]
-REGION = 'us-east-1'
-ACCOUNT = '000000000000'
 CREDS = {}
 for part in KEYS.split(','):
     role, pair = part.split('=', 1)
@@ -30,19 +31,8 @@ for part in KEYS.split(','):
     CREDS[role] = (k, s)
 
 
-def check(name, cond, detail=''):
-    if cond:
-        print('ok\t%s' % name, flush=True)
-    else:
-        print('not ok\t%s\t%s' % (name, str(detail).replace('\n', ' ')), flush=True)
-
-
-def value(name, text):
-    print('value\t%s\t%s' % (name, text), flush=True)
-
-
 def arn(name):
-    return 'arn:aws:sqs:%s:%s:%s' % (REGION, ACCOUNT, name)
+    return queue_arn(name)
 
 
 def call(role, action, payload):
