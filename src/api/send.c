@@ -142,10 +142,11 @@ check_fifo_entries(QueueMeta *q, SendBatch *b, bool batch)
 }
 
 /*
- * Every send, of one message or a batch.  In order: take the FIFO groups'
+ * Every send, of one message or a batch, top down: take the FIFO groups'
  * senders' locks (so sequence numbers are drawn in the groups' commit
- * order), claim the deduplication ids, write what is not a duplicate
- * (insert.c), then give the groups that had no row one.
+ * order) and see which groups have no row (groups.c), claim the
+ * deduplication ids and write what is not a duplicate (insert.c), give the
+ * groups that had no row one (groups.c), and note the counts for commit.
  */
 void
 queue_send_entries(QueueMeta *q, SendBatch *b, int64 delay, bool batch,
@@ -162,19 +163,14 @@ queue_send_entries(QueueMeta *q, SendBatch *b, int64 delay, bool batch,
 	TimestampTz now;
 
 	if (q->fifo)
-		check_fifo_entries(q, b, batch);
-	else
-		queue_note_tenants(q, n, b->group_nulls);	/* fair.c */
-
-	if (q->fifo)
 	{
+		check_fifo_entries(q, b, batch);
 		groups = palloc(n * sizeof(Datum));
 		for (int i = 0; i < n; i++)
 			groups[i] = b->groups[i];
 		ngroups = queue_sort_unique_texts(groups, n);
-		queue_fifo_lock_senders(q, ngroups, groups);
 		missing = palloc(ngroups * sizeof(bool));
-		nmissing = queue_fifo_missing_groups(q, ngroups, groups, missing);
+		nmissing = queue_fifo_begin_send(q, ngroups, groups, missing);
 	}
 
 	/* The clock is read after the locks: a send is stamped when it can go. */
@@ -216,8 +212,12 @@ queue_send_entries(QueueMeta *q, SendBatch *b, int64 delay, bool batch,
 	/* Write the entries that are not duplicates, all at once. */
 	queue_insert_messages(q, b, dup, ids, now + delay, now);
 	for (int i = 0; i < n; i++)
-		if (!dup[i])
+	{
+		if (dup[i])
+			ndup++;
+		else
 			nins++;
+	}
 
 	/*
 	 * Groups that had no row get one now that their messages are in,
@@ -251,9 +251,9 @@ queue_send_entries(QueueMeta *q, SendBatch *b, int64 delay, bool batch,
 		queue_fifo_new_groups(q, nnew, new_groups, heads, now + delay);
 	}
 
-	for (int i = 0; i < n; i++)
-		if (dup[i])
-			ndup++;
+	/* Counted, and a standard queue's kinds of tenant noted, at commit. */
+	if (!q->fifo)
+		queue_note_tenants(q->id, n, b->group_nulls);
 	if (nins > 0)
 		queue_count(q->id, QC_SENT, nins);
 	if (ndup > 0)

@@ -190,7 +190,7 @@ settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b,
 	Datum	   *groups = NULL;
 	int			ngroups = 0;
 
-	/* On a FIFO queue the groups are locked first (group_rows.c). */
+	/* On a FIFO queue the groups are locked first (groups.c). */
 	if (q->fifo)
 		queue_fifo_lock_groups_of(q, b->n, b->ids);
 

@@ -265,3 +265,52 @@ queue_check_retry_delay_sql(PG_FUNCTION_ARGS)
 							   CStringGetTextDatum("retry_delay"),
 							   IntervalPGetDatum(&lo), IntervalPGetDatum(&hi));
 }
+
+/* qsort/bsearch order of text Datums: byte order, as COLLATE "C" */
+int
+queue_text_cmp(const void *a, const void *b)
+{
+	text	   *ta = DatumGetTextPP(*(const Datum *) a);
+	text	   *tb = DatumGetTextPP(*(const Datum *) b);
+	int			la = VARSIZE_ANY_EXHDR(ta);
+	int			lb = VARSIZE_ANY_EXHDR(tb);
+	int			c = memcmp(VARDATA_ANY(ta), VARDATA_ANY(tb), Min(la, lb));
+
+	return c != 0 ? c : (la > lb) - (la < lb);
+}
+
+/* Sort texts in byte order (COLLATE "C") and drop repeats; the new count. */
+int
+queue_sort_unique_texts(Datum *vals, int n)
+{
+	int			m = 0;
+
+	qsort(vals, n, sizeof(Datum), queue_text_cmp);
+	for (int i = 0; i < n; i++)
+		if (m == 0 || queue_text_cmp(&vals[m - 1], &vals[i]) != 0)
+			vals[m++] = vals[i];
+	return m;
+}
+
+/*
+ * The group ids in column col of the last SPI result (nulls left out),
+ * copied out of SPI's memory (they outlive the next statement); returns
+ * how many.
+ */
+int
+queue_spi_groups(int col, Datum **groups)
+{
+	int			n = 0;
+
+	*groups = palloc(Max(SPI_processed, 1) * sizeof(Datum));
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		bool		isnull;
+		Datum		g = SPI_getbinval(SPI_tuptable->vals[r], SPI_tuptable->tupdesc,
+									  col, &isnull);
+
+		if (!isnull)
+			(*groups)[n++] = PointerGetDatum(PG_DETOAST_DATUM_COPY(g));
+	}
+	return n;
+}

@@ -10,6 +10,7 @@
  *	  args.c      argument checks and array helpers (every API entry point)
  *	  receipt.c   receipts: encoding, signing, checking (uses hmac.c)
  *	  hmac.c      HMAC-SHA-256 under a kept key (OpenSSL)
+ *	  counts.c    per-queue counters and wake-ups, handed to shared memory at commit
  *	  shmem.c     shared memory: counters, database slots, wait slots, prepared GIDs
  *	  durability.c which commits may skip the WAL flush (receives only)
  *	  elevated.c  pinned settings of the background processes, the handler sandbox,
@@ -95,12 +96,15 @@ extern int	queue_array_len(ArrayType *arr, const char *argname, bool allow_nulls
 extern Datum queue_int8_array(int n, const int64 *vals);
 extern Datum queue_text_array(int n, const Datum *vals, const bool *nulls);
 extern void queue_check_read_write(void);
+extern int	queue_text_cmp(const void *a, const void *b);
+extern int	queue_sort_unique_texts(Datum *vals, int n);
+extern int	queue_spi_groups(int col, Datum **groups);
 
 /* queue.c */
 extern int	queue_max_message_size_limit;
 extern bool queue_preloaded;
 
-/* counters of a queue (stats.c counts, shmem.c keeps the table) */
+/* counters of a queue (counts.c counts, shmem.c keeps the table) */
 #define QC_SENT			0
 #define QC_RECEIVED		1
 #define QC_DELETED		2
@@ -152,7 +156,7 @@ typedef struct QueueDbSlot
 	Latch	   *latch;			/* its worker's, to wake it (failed.c) */
 	bool		move_tasks_added;	/* a move task was started (move_task.c) */
 	/*
-	 * The queues a commit changed since the worker last looked (stats.c):
+	 * The queues a commit changed since the worker last looked (counts.c):
 	 * the worker visits those and the ones whose time came, not every
 	 * queue.  Overflow (or a change to a queue without a counter slot):
 	 * the worker visits them all.
@@ -163,7 +167,7 @@ typedef struct QueueDbSlot
 } QueueDbSlot;
 
 /*
- * What a prepared transaction did to queues (stats.c), kept under its GID
+ * What a prepared transaction did to queues (counts.c), kept under its GID
  * until COMMIT PREPARED or ROLLBACK PREPARED; max_prepared_transactions
  * slots.  Guarded by lock.
  */
@@ -174,6 +178,7 @@ typedef struct QueuePreparedQueue
 	int64		queue_id;
 	int64		c[QC_NUM];
 	int64		arrived;
+	uint32		tenants;		/* QUEUE_TENANTS_* its sends carried */
 	bool		forget;
 	bool		wake_on_commit;
 	bool		wake_on_abort;
@@ -233,5 +238,25 @@ extern void queue_recover(MemoryContext cxt);
 extern void queue_sandbox_enter(QueueSandbox *sb, Oid role, const char *search_path,
 								const char *statement_timeout);
 extern void queue_sandbox_leave(QueueSandbox *sb);
+
+/* counts.c: per-queue counters, flushed to shared memory at commit, and wake-ups */
+extern void queue_count(int64 queue_id, int counter, int64 n);
+extern void queue_count_only(int64 key, int counter, int64 n);
+extern void queue_note_wakeup(int64 queue_id);
+extern void queue_reset_counters(int64 queue_id);
+extern void queue_forget_counters(int64 queue_id);
+extern void queue_forget_counters_at_commit(int64 queue_id);
+extern int	queue_tenant_kinds(int64 queue_id);
+extern void queue_note_tenants(int64 queue_id, int n, const bool *group_nulls);
+extern bool queue_counters_read(int64 queue_id, int64 *counts);
+extern void queue_note_arrival(int64 queue_id, int64 n);
+extern int64 queue_arrival_count(int64 queue_id);
+extern bool queue_take_active(bool all, int64 *ids, int *nids);
+extern void queue_note_change(int64 queue_id);
+extern void queue_prepare_gid(const char *gid);
+extern void queue_finish_prepared(const char *gid, bool commit);
+extern void queue_wake(int64 queue_id);
+extern void queue_wake_all(void);
+extern int	queue_wait_slot_of(int64 queue_id);
 
 #endif							/* QUEUE_COMMON_H */

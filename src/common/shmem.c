@@ -7,12 +7,12 @@
  *	  max_prepared_transactions), and the registry of databases the
  *	  launcher and workers share.
  *
- * The counter table is found by probing (queue_counter_probe); stats.c
+ * The counter table is found by probing (queue_counter_probe); counts.c
  * keeps the counts in it.
  *
  * The registry: one slot per database that has (or had) a worker, where
  * the worker says what it found (and commits name the queues they changed,
- * stats.c) and others ask of it; queue._register()
+ * counts.c) and others ask of it; queue._register()
  * (CREATE EXTENSION) asks the launcher for a worker when its transaction
  * commits (or, prepared, when COMMIT PREPARED commits it), once the worker
  * can see the extension.

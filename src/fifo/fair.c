@@ -29,7 +29,7 @@
  * tenants rather than all taking the same oldest one.
  *
  * Which kinds of message a queue's sends carried (a group id, none) is
- * kept in its counter slot (stats.c): set by the first send of each kind,
+ * kept in its counter slot (counts.c): set by the first send of each kind,
  * saved with the counters at shutdown, cleared when the queue's slot is.
  * After a crash, or the update to 1.6, a queue is fair again from its next
  * send with a group id; a cap makes every receive fair regardless.
@@ -38,8 +38,8 @@
  * queue.stats.
  *
  * Calls: plans.c (statements), catalog.c and acl.c (the queue and the
- * caller's privileges), stats.c (the counter slot), fifo.c (text helpers,
- * the group hash), views.c (read locks of queue.stats).
+ * caller's privileges), common/counts.c (the counter slot), groups.c (the group hash),
+ * views.c (read locks of queue.stats).
  *
  *-------------------------------------------------------------------------
  */
@@ -83,24 +83,6 @@ PG_FUNCTION_INFO_V1(queue_group_counts_sql);
 
 /* Messages in flight counted per tenant when no cap bounds the count. */
 #define IN_FLIGHT_COUNTED		1000
-
-/*
- * A send of n messages to q, group_nulls[i] telling which carry no group
- * id: note the kinds the queue had not carried yet.  Each backend notes a
- * kind once per queue (QueueMeta.tenant_kinds).
- */
-void
-queue_note_tenants(QueueMeta *q, int n, const bool *group_nulls)
-{
-	uint32		kinds = 0;
-
-	if (q->fifo)
-		return;
-	for (int i = 0; i < n && kinds != (QUEUE_TENANTS_GROUPED | QUEUE_TENANTS_UNGROUPED); i++)
-		kinds |= group_nulls[i] ? QUEUE_TENANTS_UNGROUPED : QUEUE_TENANTS_GROUPED;
-	if ((q->tenant_kinds & kinds) != kinds)
-		q->tenant_kinds |= queue_note_tenant_kinds(q->id, kinds);
-}
 
 /*
  * Whether a receive of q is fair: a standard queue with a cap, or whose

@@ -7,9 +7,9 @@
  *
  * Files of src/fifo/, top to bottom (a file calls only files below it):
  *	  fair.c      fair queues: which tenants a receive takes, caps per tenant
- *	  group_rows.c the group scheduling rows of FIFO queues
- *	  dedup.c     deduplication ids: content-based ids, claims for a send
- *	  fifo.c      FIFO message groups: sender locks and group hashing
+ *	  groups.c    FIFO message groups: sender locks, group hashing, and the
+ *	              group scheduling rows that sends, deletes and receives keep
+ *	  dedup.c     content-based deduplication ids (the claims: storage/insert.c)
  *
  * May call: state/, access/, storage/, common/.  Nothing here includes or calls a folder above
  * it (the layers, bottom to top: common, storage, access, state, fifo,
@@ -28,32 +28,24 @@
 
 /* dedup.c */
 extern text *queue_content_dedup_id(text *body);
-extern void queue_dedup_claim(QueueMeta *q, int n, Datum *scope_keys,
-							  Datum *dedup_ids, TimestampTz now,
-							  int64 *message_ids, bool *duplicate);
 
-/* fifo.c */
+/* groups.c */
 extern void queue_fifo_lock_senders(QueueMeta *q, int ngroups, Datum *groups);
 extern void queue_fifo_lock_publishers(int64 topic_id, int ngroups, Datum *groups);
 extern void queue_fifo_unlock_senders(int64 queue_id, int ngroups, Datum *groups,
 									  const bool *keep);
 extern int	queue_fifo_try_lock_senders(int64 queue_id, int ngroups, Datum *groups);
 extern void queue_fifo_add_moved_groups(QueueMeta *q, int ngroups, Datum *groups);
-extern int	queue_text_cmp(const void *a, const void *b);
 extern uint32 queue_group_hash(Datum group);
-extern int	queue_sort_unique_texts(Datum *vals, int n);
-extern int	queue_spi_groups(int col, Datum **groups);
 
-/* group_rows.c */
 extern void queue_fifo_lock_groups_of(QueueMeta *q, int n, const int64 *ids);
-extern int	queue_fifo_missing_groups(QueueMeta *q, int ngroups, Datum *groups,
-									  bool *missing);
+extern int	queue_fifo_begin_send(QueueMeta *q, int ngroups, Datum *groups,
+								  bool *missing);
 extern void queue_fifo_new_groups(QueueMeta *q, int ngroups, Datum *groups,
 								  int64 *heads, TimestampTz available_at);
 extern void queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups);
 
 /* fair.c */
-extern void queue_note_tenants(QueueMeta *q, int n, const bool *group_nulls);
 extern bool queue_receive_is_fair(QueueMeta *q);
 extern bool queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 							const int64 *delivered, Datum *args, char *nulls);

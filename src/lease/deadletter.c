@@ -11,7 +11,7 @@
  * receiving.  The message
  * keeps its id, so a FIFO message put back by redrive sorts where it was in
  * its group.  On FIFO queues both ends lock their groups first, as every
- * change to a group's messages does (fifo.c).
+ * change to a group's messages does (groups.c).
  *
  *-------------------------------------------------------------------------
  */
@@ -144,7 +144,7 @@ queue_dead_letter_sweep(QueueMeta *q, TimestampTz since, TimestampTz now)
 		if (SPI_processed == 0)
 			return 0;
 		n = queue_spi_groups(1, &groups);
-		/* Nor groups being sent to: a move may empty a group (fifo.c). */
+		/* Nor groups being sent to: a move may empty a group (groups.c). */
 		n = queue_fifo_try_lock_senders(q->id, n, groups);
 		if (n == 0)
 			return 0;

@@ -44,7 +44,7 @@ extern bool queue_policy_match(Jsonb *policy, Jsonb *attributes);
 #define QUEUE_TOPIC_DEDUP_WINDOW	(INT64CONST(5) * USECS_PER_MINUTE)	/* SNS FIFO's */
 
 /*
- * Topic counters live with the queues' (stats.c) under keys no queue has:
+ * Topic counters live with the queues' (counts.c) under keys no queue has:
  * queue ids are positive.  QC_SENT counts publishes of a topic and
  * deliveries of a subscription.
  */

@@ -27,7 +27,7 @@
  * statement began, without locking anything a subscriber takes.
  *
  * FIFO topics: every message needs a group; publishers of one group
- * serialise on a lock held to commit (fifo.c), so every subscribed FIFO
+ * serialise on a lock held to commit (groups.c), so every subscribed FIFO
  * queue gets a group's messages in the topic's commit order; a message
  * whose deduplication id (or, without one, the SHA-256 of its body) the
  * topic accepted within QUEUE_TOPIC_DEDUP_WINDOW is a duplicate: it delivers

@@ -32,6 +32,8 @@
 
 PG_FUNCTION_INFO_V1(queue_may_see_sql);
 PG_FUNCTION_INFO_V1(queue_depth_checked_sql);
+PG_FUNCTION_INFO_V1(queue_counters_sql);
+PG_FUNCTION_INFO_V1(queue_reset_counters_sql);
 
 /* Whether the current role holds any privilege on the queue. */
 bool
@@ -204,4 +206,40 @@ queue_depth_checked_sql(PG_FUNCTION_ARGS)
 	queue_release_read_locks(&locks);
 	result = heap_form_tuple(desc, values, nulls);
 	PG_RETURN_DATUM(HeapTupleGetDatum(result));
+}
+
+/* queue._reset_counters(queue_id, dropped), for queue.create and drop. */
+Datum
+queue_reset_counters_sql(PG_FUNCTION_ARGS)
+{
+	if (PG_GETARG_BOOL(1))
+		queue_forget_counters_at_commit(PG_GETARG_INT64(0));
+	else
+		queue_reset_counters(PG_GETARG_INT64(0));
+	PG_RETURN_VOID();
+}
+
+/* queue._counters(queue_id): one row, nulls without shared memory. */
+Datum
+queue_counters_sql(PG_FUNCTION_ARGS)
+{
+	TupleDesc	desc;
+	Datum		values[QC_NUM];
+	bool		nulls[QC_NUM];
+	int64		counts[QC_NUM] = {0};
+	bool		shared = queue_shared != NULL;
+
+	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
+		elog(ERROR, "return type must be a row type");
+	if (!PG_ARGISNULL(0))
+	{
+		queue_check_may_see(PG_GETARG_INT64(0));	/* views.c */
+		shared = queue_counters_read(PG_GETARG_INT64(0), counts);
+	}
+	for (int c = 0; c < QC_NUM; c++)
+	{
+		nulls[c] = !shared;
+		values[c] = Int64GetDatum(counts[c]);
+	}
+	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

@@ -6,7 +6,7 @@
  *
  * Queues hash onto QUEUE_WAIT_SLOTS condition variables in shared memory
  * (two queues may share one; a spurious wake-up only costs a re-check).
- * Senders broadcast from their commit callback (stats.c), after their rows
+ * Senders broadcast from their commit callback (counts.c), after their rows
  * became visible, so the woken receiver finds them.  Time-driven
  * visibility needs no one to wake us: before sleeping we ask the queue when
  * its next invisible message turns visible and sleep no longer than that.
@@ -46,59 +46,6 @@
 
 #define QUEUE_FALLBACK_POLL_MS	100
 
-static int
-wait_slot(int64 queue_id)
-{
-	uint32		h = hash_bytes_uint32((uint32) queue_id ^ (uint32) (queue_id >> 32)) ^
-		MyDatabaseId;
-
-	return h % QUEUE_WAIT_SLOTS;
-}
-
-/*
- * Wake the receivers waiting on one slot.  The generation goes up first,
- * so a receiver that checks it after joining the wait list either sees
- * the bump or gets the broadcast.
- */
-static void
-wake_slot(int slot)
-{
-	uint64		watchers;
-
-	pg_atomic_fetch_add_u64(&queue_shared->wait_gen[slot], 1);
-	ConditionVariableBroadcast(&queue_shared->wait_cv[slot]);
-
-	/* the SQS endpoint's workers with a long poll parked on this slot */
-	watchers = pg_atomic_read_u64(&queue_shared->watch_mask[slot]);
-	while (watchers != 0)
-	{
-		int			w = pg_rightmost_one_pos64(watchers);
-		Latch	   *latch = queue_shared->watcher_latch[w];
-
-		watchers &= watchers - 1;
-		if (latch != NULL)
-			SetLatch(latch);
-	}
-}
-
-/* Wake the receivers waiting on a queue (from commit callbacks). */
-void
-queue_wake(int64 queue_id)
-{
-	wake_slot(wait_slot(queue_id));
-}
-
-/*
- * Wake every waiting receive of the cluster (each re-checks its queue):
- * for a commit that cannot name the queues it made receivable (stats.c).
- */
-void
-queue_wake_all(void)
-{
-	for (int slot = 0; slot < QUEUE_WAIT_SLOTS; slot++)
-		wake_slot(slot);
-}
-
 /*
  * The SQS endpoint's workers (core_api.h).  A watcher's bit in a slot's
  * mask makes every wake of that slot set the watcher's latch.  The mask is
@@ -130,7 +77,7 @@ void
 queue_wait_watch(int watcher, int64 queue_id, bool on)
 {
 	uint64		bit = UINT64CONST(1) << watcher;
-	int			slot = wait_slot(queue_id);
+	int			slot = queue_wait_slot_of(queue_id);
 
 	if (queue_shared == NULL || watcher < 0 || watcher >= QUEUE_MAX_WATCHERS)
 		return;
@@ -140,18 +87,12 @@ queue_wait_watch(int watcher, int64 queue_id, bool on)
 		pg_atomic_fetch_and_u64(&queue_shared->watch_mask[slot], ~bit);
 }
 
-int
-queue_wait_slot_of(int64 queue_id)
-{
-	return wait_slot(queue_id);
-}
-
 uint64
 queue_wait_generation_of(int64 queue_id)
 {
 	if (queue_shared == NULL)
 		return 0;
-	return pg_atomic_read_u64(&queue_shared->wait_gen[wait_slot(queue_id)]);
+	return pg_atomic_read_u64(&queue_shared->wait_gen[queue_wait_slot_of(queue_id)]);
 }
 
 /* Read before each try of a waiting receive; handed to queue_wait. */
@@ -160,7 +101,7 @@ queue_wait_generation(QueueMeta *q)
 {
 	if (queue_shared == NULL)
 		return 0;
-	return pg_atomic_read_u64(&queue_shared->wait_gen[wait_slot(q->id)]);
+	return pg_atomic_read_u64(&queue_shared->wait_gen[queue_wait_slot_of(q->id)]);
 }
 
 /*
@@ -259,7 +200,7 @@ queue_wait(QueueMeta *q, TimestampTz deadline, uint64 generation)
 	 * Join the wait list, then look at the generation: a commit after the
 	 * caller's try bumped it (try again now) or will broadcast to us.
 	 */
-	cv = &queue_shared->wait_cv[wait_slot(q->id)];
+	cv = &queue_shared->wait_cv[queue_wait_slot_of(q->id)];
 	ConditionVariablePrepareToSleep(cv);
 	if (queue_wait_generation(q) != generation)
 	{

@@ -296,10 +296,10 @@ column_is(Oid relid, const char *name, AttrNumber expected)
 }
 
 /*
- * A FIFO queue's group relations, for fifo/group_rows.c's direct reads:
+ * A FIFO queue's group relations, for fifo/groups.c's direct reads:
  * the queue's own (dedicated) or the shared FIFO tables, whose key column
  * comes last so the columns read there have the same numbers in both.
- * Left unset (group_relid invalid, which group_rows.c refuses) when one is
+ * Left unset (group_relid invalid, which groups.c refuses) when one is
  * missing or its columns are not where they are read.
  */
 static void
@@ -448,6 +448,8 @@ load_entry(CacheEntry *e, text *name)
 	e->meta.group_pkey = InvalidOid;
 	e->meta.msg_group_idx = InvalidOid;
 	e->meta.msg_pkey = InvalidOid;
+	e->meta.dedup_relid = e->meta.shared ? queue_shared_relid('d', false) :
+		queue_table_relid(e->meta.id, 'd');
 	if (e->meta.fifo)
 		fifo_relations(&e->meta);
 	return true;

@@ -537,14 +537,14 @@ dedup_arbiter(const WriteTarget *t, const int *pos, bool shared)
  * INSERT ... ON CONFLICT puts one (speculative insertion: see that the key
  * is free, insert, see again, and take the row back if another sender got
  * there meanwhile).  A key that is held, or was taken meanwhile, is left
- * to dedup.c's statement, which waits for that sender and tells a
+ * to queue_dedup_claim's statement, which waits for that sender and tells a
  * duplicate from an expired claim.  claimed[i] says which were claimed
  * here.
  */
-void
-queue_insert_new_dedup_ids(QueueMeta *q, int n, const Datum *scope_keys,
-						   const Datum *dedup_ids, const int64 *ids,
-						   TimestampTz now, bool *claimed)
+static void
+insert_new_dedup_ids(QueueMeta *q, int n, const Datum *scope_keys,
+					 const Datum *dedup_ids, const int64 *ids,
+					 TimestampTz now, bool *claimed)
 {
 	WriteTarget t;
 	TupleTableSlot *slot;
@@ -554,13 +554,11 @@ queue_insert_new_dedup_ids(QueueMeta *q, int n, const Datum *scope_keys,
 	TransactionId xid;
 	CommandId	cid;
 
+	if (n <= 0)
+		return;
 	/* Not to be written directly: every id is left to the statement. */
 	memset(claimed, 0, n * sizeof(bool));
-	if (n == 0)
-		return;
-	if (!open_target(&t, q->shared ?
-					 queue_data_relid(queue_shared_table('d', false) + strlen("queue_data.")) :
-					 queue_table_relid(q->id, 'd'),
+	if (!open_target(&t, q->dedup_relid,
 					 dedup_columns, q->shared ? DC_NUM : DC_QUEUE_ID, NULL, 0, pos, true))
 		return;
 	arbiter = dedup_arbiter(&t, pos, q->shared);
@@ -595,7 +593,7 @@ queue_insert_new_dedup_ids(QueueMeta *q, int n, const Datum *scope_keys,
 			slot->tts_isnull[pos[c]] = false;
 		ExecStoreVirtualTuple(slot);
 
-		/* Held (or being taken, which this waits for): dedup.c's. */
+		/* Held (or being taken, which the statement waits for): not here. */
 		if (!queue_check_index_constraints(t.rri, slot, t.estate, &conflict, arbiters))
 			continue;
 
@@ -610,4 +608,177 @@ queue_insert_new_dedup_ids(QueueMeta *q, int n, const Datum *scope_keys,
 	}
 	ExecDropSingleTupleTableSlot(slot);
 	close_target(&t);
+}
+
+/*
+ * Deduplication claims.  Accepted ids live in the queue's d<id> table (or
+ * the shared one) under a unique key (scope key, id) for the queue's
+ * deduplication window, counted from the first accepted send and
+ * outliving the message.  Claiming is an INSERT ... ON CONFLICT, direct
+ * (above) where the key is free: the unique index makes concurrent sends
+ * of one id wait for each other, so exactly one is enqueued and a
+ * rolled-back send frees its id.  An id whose window has passed is
+ * claimed afresh, swept or not.
+ */
+static bool
+text_eq(Datum a, Datum b)
+{
+	text	   *ta = DatumGetTextPP(a);
+	text	   *tb = DatumGetTextPP(b);
+
+	return VARSIZE_ANY_EXHDR(ta) == VARSIZE_ANY_EXHDR(tb) &&
+		memcmp(VARDATA_ANY(ta), VARDATA_ANY(tb), VARSIZE_ANY_EXHDR(ta)) == 0;
+}
+
+/*
+ * From the last SPI result's (scope_key, deduplication_id, message_id)
+ * rows, fill in the message id of each first entry of a key still without.
+ */
+static void
+take_ids(int n, const int *first, Datum *scope_keys, Datum *dedup_ids,
+		 int64 *message_ids)
+{
+	for (uint64 r = 0; r < SPI_processed; r++)
+	{
+		HeapTuple	tup = SPI_tuptable->vals[r];
+		TupleDesc	desc = SPI_tuptable->tupdesc;
+		bool		isnull;
+		Datum		k = SPI_getbinval(tup, desc, 1, &isnull);
+		Datum		d = SPI_getbinval(tup, desc, 2, &isnull);
+		int64		id = DatumGetInt64(SPI_getbinval(tup, desc, 3, &isnull));
+
+		for (int i = 0; i < n; i++)
+			if (first[i] == i && message_ids[i] == 0 &&
+				text_eq(k, scope_keys[i]) && text_eq(d, dedup_ids[i]))
+				message_ids[i] = id;
+	}
+}
+
+/*
+ * Claim the ids of n entries (all with an id).  For each entry, returns the
+ * message id to use and whether it is a duplicate (then the message id is
+ * the original's and nothing is to be enqueued).  An id repeated within
+ * the batch is a duplicate of its first entry.
+ */
+void
+queue_dedup_claim(QueueMeta *q, int n, Datum *scope_keys, Datum *dedup_ids,
+				  TimestampTz now, int64 *message_ids, bool *duplicate)
+{
+	int		   *first = palloc(n * sizeof(int));
+	Datum	   *ck = palloc(n * sizeof(Datum));
+	Datum	   *cd = palloc(n * sizeof(Datum));
+	int			nclaim = 0;
+	int64	   *ids;			/* the message id drawn for each key */
+	bool	   *claimed;
+	Datum		args[5];
+	int			rc;
+	bool		missing = false;
+
+	/* Entries repeating an earlier entry's key take its outcome. */
+	for (int i = 0; i < n; i++)
+	{
+		first[i] = i;
+		for (int j = 0; j < i; j++)
+			if (text_eq(scope_keys[i], scope_keys[j]) &&
+				text_eq(dedup_ids[i], dedup_ids[j]))
+			{
+				first[i] = first[j];
+				break;
+			}
+		if (first[i] == i)
+		{
+			ck[nclaim] = scope_keys[i];
+			cd[nclaim] = dedup_ids[i];
+			nclaim++;
+		}
+		message_ids[i] = 0;
+		duplicate[i] = (first[i] != i);
+	}
+
+	/*
+	 * Each key's message id is drawn now, in entry order (a FIFO batch's
+	 * sequence numbers follow its entries), whichever way it is claimed.
+	 * Keys nobody holds are claimed directly (above); the rest by the
+	 * statement, which also tells an expired claim from a live one.
+	 */
+	{
+		Oid			seq = queue_message_id_seq();
+		int			k = 0;
+		int			rest = 0;
+
+		ids = palloc(Max(nclaim, 1) * sizeof(int64));
+		claimed = palloc(Max(nclaim, 1) * sizeof(bool));
+		for (int c = 0; c < nclaim; c++)
+			ids[c] = nextval_internal(seq, false);
+		insert_new_dedup_ids(q, nclaim, ck, cd, ids, now, claimed);
+		for (int i = 0; i < n; i++)
+			if (first[i] == i)
+			{
+				if (claimed[k])
+					message_ids[i] = ids[k];
+				k++;
+			}
+		for (int c = 0; c < nclaim; c++)
+			if (!claimed[c])
+			{
+				ck[rest] = ck[c];
+				cd[rest] = cd[c];
+				ids[rest] = ids[c];
+				rest++;
+			}
+		nclaim = rest;
+	}
+	if (nclaim > 0)
+	{
+		args[0] = TimestampTzGetDatum(now);
+		args[1] = TimestampTzGetDatum(now - q->dedup_window);
+		if (nclaim == 1)
+		{
+			/* the usual send of one message: no arrays */
+			args[2] = ck[0];
+			args[3] = cd[0];
+			args[4] = Int64GetDatum(ids[0]);
+			rc = queue_exec(q, QP_DEDUP_CLAIM_ONE, args, NULL, false, 0);
+		}
+		else
+		{
+			args[2] = queue_text_array(nclaim, ck, NULL);
+			args[3] = queue_text_array(nclaim, cd, NULL);
+			args[4] = queue_int8_array(nclaim, ids);
+			rc = queue_exec(q, QP_DEDUP_CLAIM, args, NULL, false, 0);
+		}
+		if (rc != SPI_OK_INSERT_RETURNING)
+			elog(ERROR, "deduplication claim failed: %s", SPI_result_code_string(rc));
+		take_ids(n, first, scope_keys, dedup_ids, message_ids);
+	}
+
+	/* Keys not claimed are held by a live earlier send: fetch its id. */
+	nclaim = 0;
+	for (int i = 0; i < n; i++)
+		if (first[i] == i && message_ids[i] == 0)
+		{
+			duplicate[i] = true;
+			ck[nclaim] = scope_keys[i];
+			cd[nclaim] = dedup_ids[i];
+			nclaim++;
+		}
+	if (nclaim > 0)
+	{
+		args[0] = queue_text_array(nclaim, ck, NULL);
+		args[1] = queue_text_array(nclaim, cd, NULL);
+		rc = queue_exec(q, QP_DEDUP_ORIGINALS, args, NULL, false, 0);
+		if (rc != SPI_OK_SELECT)
+			elog(ERROR, "deduplication lookup failed: %s", SPI_result_code_string(rc));
+		take_ids(n, first, scope_keys, dedup_ids, message_ids);
+	}
+
+	for (int i = 0; i < n; i++)
+	{
+		if (first[i] != i)
+			message_ids[i] = message_ids[first[i]];
+		if (message_ids[i] == 0)
+			missing = true;
+	}
+	if (missing)
+		elog(ERROR, "deduplication id neither claimed nor found");
 }

@@ -243,7 +243,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	},
 
 	/*
-	 * What queue_fifo_refresh_groups (group_rows.c) found, read from the
+	 * What queue_fifo_refresh_groups (groups.c) found, read from the
 	 * messages in C: the new head and next delivery time of groups left
 	 * non-empty, and the groups left empty.
 	 */

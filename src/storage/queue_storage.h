@@ -6,7 +6,8 @@
  *	  into the shared or dedicated tables (DESIGN.md "Storage").
  *
  * Files of src/storage/, top to bottom (a file calls only files below it):
- *	  insert.c    direct inserts of messages and deduplication ids
+ *	  insert.c    what a send writes: its deduplication claims and messages,
+ *	              by direct inserts
  *	  catalog.c   the per-backend cache of the registry, table lookups, queue locks
  *	  plans.c     the statements of the hot path, prepared once per queue and kept
  *
@@ -50,7 +51,7 @@ typedef enum QueuePlanKind
 	QP_GROUP_NEW,				/* rows of groups a send starts */
 	QP_GROUP_NEW_ONE,
 	QP_GROUP_ADD_MOVED,
-	QP_GROUP_SET,				/* new heads of groups (group_rows.c) */
+	QP_GROUP_SET,				/* new heads of groups (groups.c) */
 	QP_GROUP_SET_ONE,
 	QP_GROUP_DROP,				/* rows of groups found empty */
 	QP_FIFO_RECEIVE,
@@ -121,16 +122,17 @@ typedef struct QueueMeta
 	SPIPlanPtr *plans;			/* QP_NUM_PLANS, made at the first plan kept
 								 * here (a shared queue keeps only its
 								 * dead-letter move's: plans.c) */
-	/* FIFO queues, looked up when first needed (group_rows.c) */
+	/* FIFO queues, looked up when first needed (groups.c) */
 	Oid			group_relid;	/* queue_data.g<id> */
 	Oid			group_pkey;		/* its primary key */
 	Oid			msg_group_idx;	/* q<id>_group: (message_group_id, message_id) */
 	Oid			msg_pkey;		/* q<id>_pkey */
+	Oid			dedup_relid;	/* d<id>, or the shared dedup table (insert.c) */
 } QueueMeta;
 
 /*
  * Columns of q<id> and g<id> (queue--1.0.sql; the shared tables put their
- * key column last, so the numbers hold for both), 1-based: fifo/group_rows.c
+ * key column last, so the numbers hold for both), 1-based: fifo/groups.c
  * reads them directly, catalog.c checks them when it caches a FIFO queue.
  */
 #define QCOL_MESSAGE_ID		1
@@ -183,9 +185,8 @@ extern Oid	queue_message_id_seq(void);
 extern void queue_insert_messages(QueueMeta *q, const SendBatch *b,
 								  const bool *skip, int64 *ids,
 								  TimestampTz visible_at, TimestampTz sent_at);
-extern void queue_insert_new_dedup_ids(QueueMeta *q, int n,
-									   const Datum *scope_keys,
-									   const Datum *dedup_ids, const int64 *ids,
-									   TimestampTz now, bool *claimed);
+extern void queue_dedup_claim(QueueMeta *q, int n, Datum *scope_keys,
+							  Datum *dedup_ids, TimestampTz now,
+							  int64 *message_ids, bool *duplicate);
 
 #endif							/* QUEUE_STORAGE_H */

@@ -255,7 +255,7 @@ sweep_chunk(QueueRow *q, int64 cursor, TimestampTz cutoff, LapStep *step)
 			Datum	   *locked;
 
 			ngroups = queue_spi_groups(1, &locked);
-			/* Nor groups being sent to: the sweep may empty a group (fifo.c). */
+			/* Nor groups being sent to: the sweep may empty a group (groups.c). */
 			ngroups = queue_fifo_try_lock_senders(q->id, ngroups, locked);
 			if (ngroups > 0)
 			{

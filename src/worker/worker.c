@@ -306,7 +306,7 @@ queue_launcher_main(Datum arg)
 
 /* ------------------------------------------------------------------------
  * Utility hook: DROP DATABASE makes the database's worker leave first;
- * PREPARE TRANSACTION and COMMIT / ROLLBACK PREPARED tell stats.c (counts
+ * PREPARE TRANSACTION and COMMIT / ROLLBACK PREPARED tell counts.c (counts
  * and wake-ups) and shmem.c (a request for a worker) the GID whose notes
  * to keep, apply or drop
  * ------------------------------------------------------------------------
@@ -371,7 +371,7 @@ queue_utility_hook(PlannedStmt *pstmt, const char *queryString,
 	{
 		TransactionStmt *ts = (TransactionStmt *) stmt;
 
-		/* Two-phase commit: what a prepared transaction noted (stats.c). */
+		/* Two-phase commit: what a prepared transaction noted (counts.c). */
 		if (ts->kind == TRANS_STMT_PREPARE)
 		{
 			queue_prepare_gid(ts->gid);
@@ -646,7 +646,7 @@ queue_worker_main(Datum arg)
 		CommitTransactionCommand();
 
 		/*
-		 * The queues commits changed since the last pass (stats.c), or all
+		 * The queues commits changed since the last pass (counts.c), or all
 		 * of them.  The list lives in list_cxt between reloads; a pass's
 		 * own allocations go in pass_cxt.
 		 */

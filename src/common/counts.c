@@ -1,8 +1,9 @@
 /*-------------------------------------------------------------------------
  *
- * stats.c
+ * counts.c
  *	  Per-queue cumulative counters, and the commit-time hand-off of
- *	  counts and long-poll wake-ups.
+ *	  counts and long-poll wake-ups (the condition variables of the wait
+ *	  slots are broadcast here; wait.c sleeps on them).
  *
  * A call notes what it did in a small backend-local list; at commit the
  * list goes to shared memory (counters by atomic add, wake-ups by
@@ -36,12 +37,10 @@
 #include "utils/builtins.h"
 #include "utils/memutils.h"
 
-#include "common/queue_common.h"
-#include "storage/queue_storage.h"
-#include "state/queue_state.h"
+#include "common/hashfn.h"
+#include "port/pg_bitutils.h"
 
-PG_FUNCTION_INFO_V1(queue_counters_sql);
-PG_FUNCTION_INFO_V1(queue_reset_counters_sql);
+#include "common/queue_common.h"
 
 typedef struct PendingQueue
 {
@@ -52,7 +51,7 @@ typedef struct PendingQueue
 	bool		wake_on_abort;
 	int64		c[QC_NUM];
 	int64		arrived;		/* messages moved in (queue_note_arrival) */
-	uint32		tenants;		/* QUEUE_TENANTS_* of sends to a queue with no slot yet */
+	uint32		tenants;		/* QUEUE_TENANTS_* its sends carried */
 } PendingQueue;
 
 static PendingQueue *pending = NULL;
@@ -66,6 +65,60 @@ static bool prepare_named = false;
 
 static void register_callbacks(void);
 static PendingQueue *pending_entry(int64 queue_id);
+
+/* The wait slot of a queue of this database (wait.c sleeps on it). */
+int
+queue_wait_slot_of(int64 queue_id)
+{
+	uint32		h = hash_bytes_uint32((uint32) queue_id ^ (uint32) (queue_id >> 32)) ^
+		MyDatabaseId;
+
+	return h % QUEUE_WAIT_SLOTS;
+}
+
+/*
+ * Wake the receivers waiting on one slot.  The generation goes up first,
+ * so a receiver that checks it after joining the wait list either sees
+ * the bump or gets the broadcast.
+ */
+static void
+wake_slot(int slot)
+{
+	uint64		watchers;
+
+	pg_atomic_fetch_add_u64(&queue_shared->wait_gen[slot], 1);
+	ConditionVariableBroadcast(&queue_shared->wait_cv[slot]);
+
+	/* the SQS endpoint's workers with a long poll parked on this slot */
+	watchers = pg_atomic_read_u64(&queue_shared->watch_mask[slot]);
+	while (watchers != 0)
+	{
+		int			w = pg_rightmost_one_pos64(watchers);
+		Latch	   *latch = queue_shared->watcher_latch[w];
+
+		watchers &= watchers - 1;
+		if (latch != NULL)
+			SetLatch(latch);
+	}
+}
+
+/* Wake the receivers waiting on a queue (from commit callbacks). */
+void
+queue_wake(int64 queue_id)
+{
+	wake_slot(queue_wait_slot_of(queue_id));
+}
+
+/*
+ * Wake every waiting receive of the cluster (each re-checks its queue):
+ * for a commit that cannot name the queues it made receivable (counts.c).
+ */
+void
+queue_wake_all(void)
+{
+	for (int slot = 0; slot < QUEUE_WAIT_SLOTS; slot++)
+		wake_slot(slot);
+}
 
 /* The counter entry of a queue of this database, created on first use. */
 static QueueCounterEntry *
@@ -256,7 +309,9 @@ apply_counts(int64 queue_id, const int64 *counts, int64 arrived, uint32 tenants,
 					pg_atomic_fetch_add_u64(&e->c[c], counts[c]);
 			if (arrived != 0)
 				pg_atomic_fetch_add_u64(&e->arrived, arrived);
-			if (tenants != 0)
+			/* (read first: a slot's kinds are soon all set) */
+			if (tenants != 0 &&
+				(pg_atomic_read_u32(&e->tenants) & tenants) != tenants)
 				pg_atomic_fetch_or_u32(&e->tenants, tenants);
 		}
 		note_active(e, queue_id);
@@ -343,6 +398,7 @@ keep_prepared(void)
 		for (int c = 0; c < QC_NUM; c++)
 			q->c[c] += p->c[c];
 		q->arrived += p->arrived;
+		q->tenants |= p->tenants;
 		q->forget |= p->forget;
 		q->wake_on_commit |= p->wake_on_commit;
 		q->wake_on_abort |= p->wake_on_abort;
@@ -383,7 +439,7 @@ queue_finish_prepared(const char *gid, bool commit)
 	{
 		QueuePreparedQueue *q = &done.queues[k];
 
-		apply_counts(q->queue_id, q->c, q->arrived, 0, q->forget,
+		apply_counts(q->queue_id, q->c, q->arrived, q->tenants, q->forget,
 					 commit ? q->wake_on_commit : q->wake_on_abort, commit);
 	}
 	/* Queues it could not keep apart: wake every waiting receive. */
@@ -508,25 +564,19 @@ queue_tenant_kinds(int64 queue_id)
 }
 
 /*
- * A send carried these kinds: noted in the queue's slot now, or, for a
- * queue that has none yet (made in this transaction), in the slot its
- * commit makes.  Returns the kinds the slot holds now (kinds alone when
- * that is at commit).
+ * A send of n messages to a standard queue, group_nulls[i] telling which
+ * carry no group id: the kinds (QUEUE_TENANTS_*) are noted in the queue's
+ * slot when the send commits, with its counts, for fair.c's choice of
+ * receive (a send that rolls back notes nothing).
  */
-uint32
-queue_note_tenant_kinds(int64 queue_id, uint32 kinds)
+void
+queue_note_tenants(int64 queue_id, int n, const bool *group_nulls)
 {
-	QueueCounterEntry *e;
+	uint32		kinds = 0;
 
-	if (queue_shared == NULL)
-		return kinds;
-	e = counter_entry(queue_id, false);
-	if (e == NULL)
-	{
-		pending_entry(queue_id)->tenants |= kinds;
-		return kinds;
-	}
-	return pg_atomic_fetch_or_u32(&e->tenants, kinds) | kinds;
+	for (int i = 0; i < n && kinds != (QUEUE_TENANTS_GROUPED | QUEUE_TENANTS_UNGROUPED); i++)
+		kinds |= group_nulls[i] ? QUEUE_TENANTS_UNGROUPED : QUEUE_TENANTS_GROUPED;
+	pending_entry(queue_id)->tenants |= kinds;
 }
 
 /* A dropped queue frees its counter slot when the drop commits. */
@@ -575,40 +625,4 @@ void
 queue_count_only(int64 key, int counter, int64 n)
 {
 	pending_entry(key)->c[counter] += n;
-}
-
-/* queue._reset_counters(queue_id, dropped), for queue.create and drop. */
-Datum
-queue_reset_counters_sql(PG_FUNCTION_ARGS)
-{
-	if (PG_GETARG_BOOL(1))
-		queue_forget_counters_at_commit(PG_GETARG_INT64(0));
-	else
-		queue_reset_counters(PG_GETARG_INT64(0));
-	PG_RETURN_VOID();
-}
-
-/* queue._counters(queue_id): one row, nulls without shared memory. */
-Datum
-queue_counters_sql(PG_FUNCTION_ARGS)
-{
-	TupleDesc	desc;
-	Datum		values[QC_NUM];
-	bool		nulls[QC_NUM];
-	int64		counts[QC_NUM] = {0};
-	bool		shared = queue_shared != NULL;
-
-	if (get_call_result_type(fcinfo, NULL, &desc) != TYPEFUNC_COMPOSITE)
-		elog(ERROR, "return type must be a row type");
-	if (!PG_ARGISNULL(0))
-	{
-		queue_check_may_see(PG_GETARG_INT64(0));	/* views.c */
-		shared = queue_counters_read(PG_GETARG_INT64(0), counts);
-	}
-	for (int c = 0; c < QC_NUM; c++)
-	{
-		nulls[c] = !shared;
-		values[c] = Int64GetDatum(counts[c]);
-	}
-	PG_RETURN_DATUM(HeapTupleGetDatum(heap_form_tuple(desc, values, nulls)));
 }

@@ -1,8 +1,33 @@
 /*-------------------------------------------------------------------------
  *
- * group_rows.c
- *	  The group bookkeeping of FIFO sends, deletes and visibility changes,
- *	  done with direct index scans and row locks.
+ * groups.c
+ *	  FIFO message groups: the locks that order senders, and the group
+ *	  scheduling rows that receivers read, with the group bookkeeping of
+ *	  sends, deletes and visibility changes.
+ *
+ * Each non-empty group of a FIFO queue has a row in g<id> holding the
+ * sequence number of its head message and the time it can next deliver.
+ *
+ * Senders of one group are serialised by a transaction-level lock on the
+ * group (an advisory lock keyed by database, queue and a hash of the group
+ * id), held until they commit: so their sequence numbers are drawn in
+ * commit order.  A sender does not touch the group's row unless the group
+ * has none yet (it inserts one), so receivers and deleters never wait for
+ * a sender, however long its transaction.
+ *
+ * Receivers and deleters work under the group row's lock: a receive takes
+ * it FOR UPDATE SKIP LOCKED (a group someone is working on is skipped,
+ * never waited for); a delete or visibility change takes it, changes the
+ * messages, then recomputes the row.  Row locks are taken in group-id
+ * byte order, the senders' locks in hash order, so neither kind deadlocks.
+ *
+ * The one place both meet is a group becoming empty: its row must go, but
+ * a sender may be inserting into it right now, unseen, having found the
+ * row there.  So whoever empties a group takes the senders' lock too
+ * (waiting for such a sender to finish) and decides with a fresh snapshot:
+ * the row goes only if nothing was committed into the group meanwhile.
+ * So too, a sender holding a group's senders' lock knows the group's row
+ * stays as it finds it: there, or absent until it adds it.
  *
  * Around each FIFO send and delete the group work is mostly reading a few
  * index entries: which of a send's groups have no row yet, which groups a
@@ -10,15 +35,16 @@
  * leases after a change.  A statement that reads two index entries costs
  * several times the reading itself (starting and ending a plan of
  * subqueries), so those reads are index scans here, with a snapshot taken
- * after the locks that make it sufficient (fifo.c says which), and a
- * delete locks its groups' rows with table_tuple_lock as FOR UPDATE would.
- * Every write is a plain statement of plans.c (a group row by key).
+ * after the locks that make it sufficient (above), and a delete locks its
+ * groups' rows with table_tuple_lock as FOR UPDATE would.  Every write is a
+ * plain statement of plans.c (a group row by key).
  *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/hash.h"
 #include "access/stratnum.h"
 #include "access/table.h"
 #include "access/tableam.h"
@@ -27,6 +53,8 @@
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "executor/tuptable.h"
+#include "miscadmin.h"
+#include "storage/lock.h"
 #include "utils/array.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -38,6 +66,199 @@
 #include "common/queue_common.h"
 #include "storage/queue_storage.h"
 #include "fifo/queue_fifo.h"
+
+/*
+ * The senders' lock of a group.  field4 tells our locks from the advisory
+ * locks of pg_advisory_lock (1 and 2); pg_locks shows them as advisory
+ * locks with objsubid 7.  Two groups whose ids hash alike share a lock:
+ * their senders serialise, which is harmless.
+ */
+#define QUEUE_GROUP_LOCKTAG 7
+
+/* A group id's hash, the key of its locks (here and fair.c's tenant locks). */
+uint32
+queue_group_hash(Datum g)
+{
+	text	   *t = DatumGetTextPP(g);
+
+	return DatumGetUInt32(hash_any((unsigned char *) VARDATA_ANY(t),
+								   VARSIZE_ANY_EXHDR(t)));
+}
+
+typedef struct GroupKey
+{
+	uint32		hash;
+	int			index;
+} GroupKey;
+
+static int
+group_key_cmp(const void *a, const void *b)
+{
+	uint32		ha = ((const GroupKey *) a)->hash;
+	uint32		hb = ((const GroupKey *) b)->hash;
+
+	return (ha > hb) - (ha < hb);
+}
+
+/* The groups' lock keys in lock order (hash order): groups[keys[i].index]. */
+static GroupKey *
+sorted_group_keys(int ngroups, Datum *groups)
+{
+	GroupKey   *keys = palloc(Max(ngroups, 1) * sizeof(GroupKey));
+
+	for (int i = 0; i < ngroups; i++)
+	{
+		keys[i].hash = queue_group_hash(groups[i]);
+		keys[i].index = i;
+	}
+	qsort(keys, ngroups, sizeof(GroupKey), group_key_cmp);
+	return keys;
+}
+
+static void
+group_locktag(LOCKTAG *tag, int64 queue_id, uint32 hash)
+{
+	SET_LOCKTAG_ADVISORY(*tag, MyDatabaseId, (uint32) queue_id, hash,
+						 QUEUE_GROUP_LOCKTAG);
+}
+
+/*
+ * Take the senders' locks of groups, in hash order (so two batches never
+ * deadlock); with wait false, only those free now.  got[i] tells whether
+ * groups[i]'s lock is held.  Returns how many are.
+ */
+static int
+sender_locks(int64 queue_id, int ngroups, Datum *groups, bool wait, bool *got)
+{
+	GroupKey   *keys = sorted_group_keys(ngroups, groups);
+	int			nheld = 0;
+
+	for (int i = 0; i < ngroups; i++)
+	{
+		LOCKTAG		tag;
+		bool		held;
+
+		if (i > 0 && keys[i].hash == keys[i - 1].hash)
+			held = got[keys[i - 1].index];
+		else
+		{
+			group_locktag(&tag, queue_id, keys[i].hash);
+			held = LockAcquire(&tag, ExclusiveLock, false, !wait) != LOCKACQUIRE_NOT_AVAIL;
+		}
+		got[keys[i].index] = held;
+		if (held)
+			nheld++;
+	}
+	pfree(keys);
+	return nheld;
+}
+
+/*
+ * Give back the senders' locks taken on groups (all held), except those of
+ * groups with keep[i] set (and of any group sharing such a group's lock).
+ */
+void
+queue_fifo_unlock_senders(int64 queue_id, int ngroups, Datum *groups, const bool *keep)
+{
+	GroupKey   *keys = sorted_group_keys(ngroups, groups);
+
+	for (int i = 0; i < ngroups;)
+	{
+		int			j = i;
+		bool		kept = false;
+		LOCKTAG		tag;
+
+		for (; j < ngroups && keys[j].hash == keys[i].hash; j++)
+			kept |= keep[keys[j].index];
+		if (!kept)
+		{
+			group_locktag(&tag, queue_id, keys[i].hash);
+			LockRelease(&tag, ExclusiveLock, false);
+		}
+		i = j;
+	}
+	pfree(keys);
+}
+
+/*
+ * A FIFO topic's publishers of one group serialise the same way, on locks
+ * of their own (field4 8), held to commit: so every subscribed queue gets
+ * the group's messages in the topic's commit order.  Groups sorted, unique.
+ */
+#define QUEUE_TOPIC_GROUP_LOCKTAG 8
+
+void
+queue_fifo_lock_publishers(int64 topic_id, int ngroups, Datum *groups)
+{
+	GroupKey   *keys = sorted_group_keys(ngroups, groups);
+
+	for (int i = 0; i < ngroups; i++)
+	{
+		LOCKTAG		tag;
+
+		if (i > 0 && keys[i].hash == keys[i - 1].hash)
+			continue;
+		SET_LOCKTAG_ADVISORY(tag, MyDatabaseId, (uint32) topic_id, keys[i].hash,
+							 QUEUE_TOPIC_GROUP_LOCKTAG);
+		(void) LockAcquire(&tag, ExclusiveLock, false, false);
+	}
+	pfree(keys);
+}
+
+/*
+ * Before sending to groups (sorted, unique): wait for their other senders
+ * to finish.
+ */
+void
+queue_fifo_lock_senders(QueueMeta *q, int ngroups, Datum *groups)
+{
+	bool	   *got = palloc(Max(ngroups, 1) * sizeof(bool));
+
+	(void) sender_locks(q->id, ngroups, groups, true, got);
+	pfree(got);
+}
+
+/*
+ * The worker's form: lock those of the groups nobody is sending to now,
+ * and keep only them in groups (order kept); returns how many.
+ */
+int
+queue_fifo_try_lock_senders(int64 queue_id, int ngroups, Datum *groups)
+{
+	bool	   *got = palloc(Max(ngroups, 1) * sizeof(bool));
+	int			m = 0;
+
+	(void) sender_locks(queue_id, ngroups, groups, false, got);
+	for (int i = 0; i < ngroups; i++)
+		if (got[i])
+			groups[m++] = groups[i];
+	pfree(got);
+	return m;
+}
+
+/*
+ * After messages were moved into groups (a dead-letter move or a redrive,
+ * under the groups' senders' locks): give the groups that had no row one,
+ * and move the head of those whose head a moved message now precedes
+ * (moved messages keep their ids).
+ */
+void
+queue_fifo_add_moved_groups(QueueMeta *q, int ngroups, Datum *groups)
+{
+	Datum		arg;
+	int			rc;
+
+	if (ngroups == 0)
+		return;
+	/*
+	 * The latest snapshot: a REPEATABLE READ mover's own would miss a row
+	 * made since it began, and its insert would then fail to serialise.
+	 */
+	arg = queue_text_array(ngroups, groups, NULL);
+	rc = queue_exec_snapshot(q, QP_GROUP_ADD_MOVED, &arg, NULL, GetLatestSnapshot(), false, 0);
+	if (rc != SPI_OK_INSERT)
+		elog(ERROR, "adding message groups failed: %s", SPI_result_code_string(rc));
+}
 
 /*
  * The relations the reads below use: catalog.c looks them up with the
@@ -297,7 +518,7 @@ lock_group_rows(QueueMeta *q, int ngroups, Datum *groups)
 /*
  * Before a delete or visibility change of messages by id: lock the rows
  * of their groups (those of the messages still there), as the top of
- * fifo.c says they must be.  By direct index scans and row locks, not by a
+ * this file says they must be.  By direct index scans and row locks, not by a
  * statement: this runs before every FIFO delete, and a statement to find
  * a few rows costs several times what reading them does.
  */
@@ -332,19 +553,23 @@ queue_fifo_lock_groups_of(QueueMeta *q, int n, const int64 *ids)
 }
 
 /*
- * Which of the groups have no row (missing[i]); returns how many.  A
- * sender asks, holding the groups' senders' locks: then no row can go
- * (whoever empties a group takes those locks first) nor come (whoever
- * adds one holds them), and the snapshot, taken after them, shows any row
- * made before.  Groups with rows need nothing more from a send.
+ * Before a send to groups (sorted, unique): wait for their other senders
+ * to finish (their senders' locks, held to commit), then tell which of the
+ * groups have no row (missing[i]); returns how many.  Under those locks
+ * no row can go (whoever empties a group takes those locks first) nor
+ * come (whoever adds one holds them), and the snapshot, taken after them,
+ * shows any row made before.  Groups with rows need nothing more from a
+ * send.
  */
 int
-queue_fifo_missing_groups(QueueMeta *q, int ngroups, Datum *groups, bool *missing)
+queue_fifo_begin_send(QueueMeta *q, int ngroups, Datum *groups, bool *missing)
 {
+	bool	   *got = palloc(Max(ngroups, 1) * sizeof(bool));
 	IndexedRel	grps;
 	Snapshot	snap;
 	int			nmissing = 0;
 
+	(void) sender_locks(q->id, ngroups, groups, true, got);
 	fifo_relations(q);
 	open_indexed(&grps, q->group_relid, q->group_pkey, AccessShareLock);
 	snap = RegisterSnapshot(GetLatestSnapshot());
@@ -360,7 +585,7 @@ queue_fifo_missing_groups(QueueMeta *q, int ngroups, Datum *groups, bool *missin
 }
 
 /*
- * Give rows to groups a send found without one (queue_fifo_missing_groups,
+ * Give rows to groups a send found without one (queue_fifo_begin_send,
  * under the same locks): each headed by heads[i], the first message the
  * send put there, deliverable from available_at.
  */
@@ -380,7 +605,7 @@ queue_fifo_new_groups(QueueMeta *q, int ngroups, Datum *groups,
  * Recompute the scheduling rows of groups (sorted, unique) whose messages
  * changed; the caller holds the rows' locks.  Rows of groups left empty
  * go, under the senders' locks and seen with a snapshot taken after them
- * (see the top of fifo.c): the locks of the groups that did empty are
+ * (see the top of this file): the locks of the groups that did empty are
  * kept until commit, the others' given back at once.
  *
  * Mostly nobody is sending to these groups right now, so the senders'
@@ -388,7 +613,7 @@ queue_fifo_new_groups(QueueMeta *q, int ngroups, Datum *groups,
  * is had, one read after them is final for every group.  When one is not
  * (a sender is at work there), those had are given back at once, never
  * held while waiting for another (the locks must be waited for in hash
- * order, fifo.c), and the groups found empty are locked in that order and
+ * order, above), and the groups found empty are locked in that order and
  * read again.
  */
 void
@@ -396,10 +621,8 @@ queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups)
 {
 	GroupHead *st;
 	Datum	   *tried;
-	Datum	   *empty;
 	bool	   *keep;
 	int			nheld;
-	int			nempty = 0;
 
 	if (ngroups == 0)
 		return;
@@ -415,28 +638,31 @@ queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups)
 		for (int i = 0; i < ngroups; i++)
 			keep[i] = st[i].empty;
 		queue_fifo_unlock_senders(q->id, ngroups, groups, keep);
-		write_group_states(q, ngroups, groups, st);
-		return;
 	}
-	memset(keep, false, ngroups * sizeof(bool));
-	queue_fifo_unlock_senders(q->id, nheld, tried, keep);
-
-	empty = palloc(ngroups * sizeof(Datum));
-	for (int i = 0; i < ngroups; i++)
-		if (st[i].empty)
-			empty[nempty++] = groups[i];
-	if (nempty > 0)
+	else
 	{
-		GroupHead *again = palloc(nempty * sizeof(GroupHead));
+		Datum	   *empty = palloc(ngroups * sizeof(Datum));
+		int			nempty = 0;
 
-		queue_fifo_lock_senders(q, nempty, empty);
-		read_group_states(q, nempty, empty, again);
-		for (int k = 0; k < nempty; k++)
-			keep[k] = again[k].empty;
-		queue_fifo_unlock_senders(q->id, nempty, empty, keep);
-		for (int i = 0, k = 0; i < ngroups; i++)
+		memset(keep, false, ngroups * sizeof(bool));
+		queue_fifo_unlock_senders(q->id, nheld, tried, keep);
+		for (int i = 0; i < ngroups; i++)
 			if (st[i].empty)
-				st[i] = again[k++];
+				empty[nempty++] = groups[i];
+		if (nempty > 0)
+		{
+			GroupHead  *again = palloc(nempty * sizeof(GroupHead));
+
+			queue_fifo_lock_senders(q, nempty, empty);
+			read_group_states(q, nempty, empty, again);
+			for (int k = 0; k < nempty; k++)
+				keep[k] = again[k].empty;
+			queue_fifo_unlock_senders(q->id, nempty, empty, keep);
+			for (int i = 0, k = 0; i < ngroups; i++)
+				if (st[i].empty)
+					st[i] = again[k++];
+		}
 	}
+	/* Written last, once: what the reads found, under the locks kept. */
 	write_group_states(q, ngroups, groups, st);
 }
