@@ -89,7 +89,8 @@ command -v curl >/dev/null 2>&1 || { missing+=("curl"); extra_pkgs+=(curl); }
 # The SQS endpoint (src/sqs/, library queue_sqs) and its tests.
 [ -f /usr/include/microhttpd.h ] || { missing+=("libmicrohttpd headers"); extra_pkgs+=(libmicrohttpd-dev); }
 /usr/bin/python3 -I -c 'import boto3' >/dev/null 2>&1 || { missing+=("python3 boto3"); extra_pkgs+=(python3-boto3); }
-command -v aws >/dev/null 2>&1 || { missing+=("aws"); extra_pkgs+=(awscli); }
+# Debian's AWS CLI, the one the tests run (a pyenv shim named aws on PATH is not it)
+[ -x /usr/bin/aws ] || { missing+=("/usr/bin/aws"); extra_pkgs+=(awscli); }
 /usr/bin/python3 -I -c 'import celery, kombu.transport.SQS, pycurl' >/dev/null 2>&1 ||
 	{ missing+=("python3 celery/kombu"); extra_pkgs+=(python3-celery python3-kombu python3-pycurl); }
 # src/common/hmac.c uses OpenSSL where PostgreSQL does (USE_OPENSSL in pg_config.h).

@@ -52,6 +52,13 @@
 #  9. fair queues (test/bench/fair.sh; FAIR=0 skips it): the cycle with
 #     1,000 tenants against none, the quiet tenants' dwell beside a noisy
 #     backlog, and the most in flight seen under max_in_flight_per_group
+# 10. a held snapshot (test/bench/bloat.sh; BLOAT=0 skips it, and QUICK=1
+#     does): BLOAT_RATE sends/s and BLOAT_CONSUMERS consumers for a clean
+#     phase, one with a REPEATABLE READ transaction held open, and one after,
+#     on the floor (idx), the extension's standard and FIFO queues in both
+#     layouts, and PGMQ where installed: consumed/s, receive p50 and p99,
+#     dead tuples, size, index entries per receive, heap blocks and WAL per
+#     message, per phase
 #  4. (not with QUICK=1) the soak: SOAK_MESSAGES messages through a queue
 #     kept near empty (send 10 -> receive 10 -> delete, 4 clients, autovacuum
 #     at its defaults), for the extension and the floor (idx): throughput per
@@ -676,6 +683,13 @@ fi
 if [ "$EXT" = 1 ] && [ "${FAIR:-1}" = 1 ]; then
 	# shellcheck source=fair.sh
 	. "$HERE/fair.sh"
+fi
+
+# --- 10. a held snapshot --------------------------------------------------------------
+
+if [ "$EXT" = 1 ] && [ "${BLOAT:-1}" = 1 ] && [ "$QUICK" != 1 ]; then
+	# shellcheck source=bloat.sh
+	. "$HERE/bloat.sh"
 fi
 
 # --- summary -------------------------------------------------------------------------
