@@ -404,6 +404,9 @@ settle_rolled_back(QueueMeta *q, SPITupleTable *tt, TimestampTz now,
 			elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
 	}
 	queue_failed_withdrawn(q, ngone, gone_ids);
+	/* those given up are ready again from now on (counts.c) */
+	if (ngone > 0 && !q->fifo)
+		queue_note_ready(q->id, now, QUEUE_READY_NONE);
 	if (written > 0)
 		queue_count(q->id, QC_RECEIVED, written);
 	if (ndlq > 0)
@@ -444,6 +447,8 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	bool	   *skip = NULL;
 	int32	   *count_of = NULL;
 	bool		isnull;
+	bool		bounded = false;
+	QueueReadyRead ready;
 
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = TimestampTzGetDatum(now);
@@ -474,15 +479,54 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	}
 	else
 	{
-		args[5] = Int32GetDatum(q->max_receive_count);
-		args[6] = queue_int8_array(got->n, got->ids);
+		/* a standard queue's scan starts at its ready bound (counts.c) */
+		TimestampTz from = queue_ready_from(q->id, q->shared ? -q->store_id : (int64) q->relid,
+											now, &q->counter_slot, &ready);
+
+		if (kind == QP_RECEIVE)
+			args[5] = TimestampTzGetDatum(from);
+		else
+		{
+			args[5] = Int32GetDatum(q->max_receive_count);
+			args[6] = queue_int8_array(got->n, got->ids);
+			args[7] = TimestampTzGetDatum(from);
+		}
+		bounded = true;
 	}
+	/*
+	 * The leases are ready again from their end, should that pass before
+	 * they commit; a fair receive's, if it aborts, from anywhere below now
+	 * (counts.c).
+	 */
+	if (!q->fifo)
+		queue_note_ready(q->id, now + vt,
+						 kind == QP_FAIR_RECEIVE ? DT_NOBEGIN : QUEUE_READY_NONE);
 	rc = queue_exec(q, kind, args, nulls, false, 0);
 	if (rc != SPI_OK_UPDATE_RETURNING && rc != SPI_OK_SELECT)
 		elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
 	tt = SPI_tuptable;
 	nrows = SPI_processed;
 	got->fair_raced = kind == QP_FAIR_RECEIVE && nrows == 0;
+	if (bounded)
+	{
+		/*
+		 * Nothing ready is left below now when the scan came short, else
+		 * below the latest sent_at it leased (sent_at <= visible_at).
+		 */
+		TimestampTz to = DT_NOBEGIN;
+
+		if (nrows < (uint64) want)
+			to = now;
+		else
+			for (uint64 r = 0; r < nrows; r++)
+			{
+				Datum		d = SPI_getbinval(tt->vals[r], tt->tupdesc, COL_SENT_AT, &isnull);
+
+				if (!isnull && DatumGetTimestampTz(d) > to)
+					to = DatumGetTimestampTz(d);
+			}
+		queue_ready_raise(&ready, to);
+	}
 	counts = palloc(Max(nrows, 1) * sizeof(int32));
 	rows = palloc(Max(nrows, 1) * sizeof(uint64));
 	if (kind == QP_FIFO_RECEIVE)

@@ -253,7 +253,12 @@ queue_send_entries(QueueMeta *q, SendBatch *b, int64 delay, bool batch,
 
 	/* Counted, and a standard queue's kinds of tenant noted, at commit. */
 	if (!q->fifo)
+	{
 		queue_note_tenants(q->id, n, b->group_nulls);
+		/* ready from now + delay on: the receives' bound (counts.c) */
+		if (nins > 0)
+			queue_note_ready(q->id, now + delay, QUEUE_READY_NONE);
+	}
 	if (nins > 0)
 		queue_count(q->id, QC_SENT, nins);
 	if (ndup > 0)

@@ -220,6 +220,17 @@ settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b,
 	return ndone;
 }
 
+/*
+ * A delete that rolls back puts its rows back where they were, maybe below
+ * a standard queue's ready bound: the bound goes back to the start then
+ * (common/counts.c).  Noted before the statement, which may fail halfway.
+ */
+static void
+note_delete(QueueMeta *q)
+{
+	queue_note_ready(q->id, QUEUE_READY_NONE, DT_NOBEGIN);
+}
+
 /* queue.delete(queue_name, receipt) */
 Datum
 queue_delete(PG_FUNCTION_ARGS)
@@ -240,6 +251,8 @@ queue_delete(PG_FUNCTION_ARGS)
 	queue_receipt_parse(PG_GETARG_TEXT_PP(1), q->id, "receipt", 0, &id, &nonce);
 
 	/* FIFO deletes lock and refresh the group: the batch path does that. */
+	if (!q->fifo)
+		note_delete(q);
 	if (q->fifo)
 	{
 		b.n = 1;
@@ -290,6 +303,8 @@ queue_delete_batch(PG_FUNCTION_ARGS)
 
 	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_RECEIVE);
 	parse_batch(PG_GETARG_ARRAYTYPE_P(1), q->id, &b);
+	if (!q->fifo)
+		note_delete(q);
 	ndone = settle_batch(q, QP_DELETE_BATCH, &b, 0, 0);
 	if (ndone > 0)
 		queue_count(q->id, QC_DELETED, ndone);
@@ -310,6 +325,12 @@ new_visible_at(FunctionCallInfo fcinfo, int argno, QueueMeta *q, TimestampTz now
 		queue_note_wakeup(q->id);
 	/* A lease that ends sooner may make a dead letter sooner (sweep.c). */
 	queue_note_change(q->id);
+	/*
+	 * Ready from the new visible_at if this commits; the leases it
+	 * restores if it aborts end after now (counts.c).
+	 */
+	if (!q->fifo)
+		queue_note_ready(q->id, now + vt, now);
 	return now + vt;
 }
 

@@ -52,7 +52,11 @@ typedef struct PendingQueue
 	int64		c[QC_NUM];
 	int64		arrived;		/* messages moved in (queue_note_arrival) */
 	uint32		tenants;		/* QUEUE_TENANTS_* its sends carried */
+	TimestampTz commit_floor;	/* the ready bound's lowering at commit ... */
+	TimestampTz abort_floor;	/* ... and at abort (READY_NONE: none) */
 } PendingQueue;
+
+#define READY_NONE	QUEUE_READY_NONE
 
 static PendingQueue *pending = NULL;
 static int	npending = 0;
@@ -130,6 +134,166 @@ counter_entry(int64 queue_id, bool create)
 	found = queue_counter_probe(MyDatabaseId, queue_id, create);
 	LWLockRelease(queue_shared->lock);
 	return found;
+}
+
+/*
+ * The ready bound of a standard queue (issue 38): a time below which no
+ * message of the queue's table is ready to receive, so that a receive's
+ * scan of the (visible_at, message_id) index starts there instead of at
+ * the index's start, past the entries of messages received and deleted
+ * that a long-held snapshot keeps VACUUM from removing.  Kept in the
+ * queue's counter slot, under its spinlock, with a generation.
+ *
+ * Invariant: every message of the table that is ready (visible_at <= now,
+ * committed, not deleted) has visible_at >= ready_from, or is written or
+ * locked by a transaction still running that lowers the bound below it
+ * when it ends.  So:
+ *  - a receive that scanned from the bound up to now and leased fewer
+ *    than it asked for raises it to now: every row below that it passed
+ *    was dead to it, invisible (its writer still running) or locked (its
+ *    locker still running); one that filled its batch raises it to the
+ *    latest sent_at it leased (sent_at <= visible_at, and the scan is in
+ *    visible_at order).  A raise counts only if no lowering came between
+ *    the receive's read of the bound and the raise (the generation): a
+ *    commit that lowered it made rows visible that the receive's snapshot
+ *    may not have seen.  REPEATABLE READ receives never raise.
+ *  - whatever may make a row ready below the bound lowers it when its
+ *    transaction ends, after its rows are visible (queue_note_ready): a
+ *    send to its messages' visible_at at commit, a visibility change to
+ *    its new visible_at at commit and to its call's time at abort (the
+ *    lease it restores ends after that), a receive to the bound it read at
+ *    abort (the rows it leased are restored where it found them), a
+ *    delete to the start at abort, moves into a queue (dead letters,
+ *    redrive) to the time of the move at commit, the worker's rolled-back
+ *    receive counts to the start at commit.  Prepared transactions carry
+ *    theirs to COMMIT or ROLLBACK PREPARED (all of the database's bounds
+ *    go to the start when the slot overflowed).
+ *  - a bound is of one table or store (ready_key): a move between the
+ *    layouts starts it afresh; so does a restart (shared memory) and a
+ *    queue id used again (queue_reset_counters); and every READY_RECHECK
+ *    one receive scans from the start anyway, so that rows written by hand
+ *    into a queue's table are found within that time.
+ */
+#define READY_RECHECK	(30 * USECS_PER_SEC)
+
+static void
+ready_lower(QueueCounterEntry *e, int64 queue_id, TimestampTz v)
+{
+	/*
+	 * A time not yet come changes nothing: the bound is below now, and a
+	 * receive that read it before this raises it to no more than its own
+	 * start, also below now.  (So a lease's commit, which makes its rows
+	 * ready at its end, costs nothing here unless that end has passed.)
+	 */
+	if (v >= GetCurrentTimestamp())
+		return;
+	SpinLockAcquire(&e->ready_lock);
+	if (e->dbid == MyDatabaseId && e->queue_id == queue_id)
+	{
+		if (v < e->ready_from)
+			e->ready_from = v;
+		e->ready_gen++;
+	}
+	SpinLockRelease(&e->ready_lock);
+}
+
+/* Every bound of this database back to the start. */
+static void
+ready_lower_all(void)
+{
+	LWLockAcquire(queue_shared->lock, LW_SHARED);
+	for (int i = 0; i < queue_shared->ncounters; i++)
+	{
+		QueueCounterEntry *e = &queue_shared->counters[i];
+
+		if (e->dbid == MyDatabaseId && e->queue_id != 0)
+			ready_lower(e, e->queue_id, DT_NOBEGIN);
+	}
+	LWLockRelease(queue_shared->lock);
+}
+
+/*
+ * Where a receive of queue_id (whose table or store is key) starts its
+ * scan at now: the bound, or DT_NOBEGIN (the index's start).  *cache keeps
+ * the queue's counter slot for the backend (checked here each time).  The
+ * receive's abort will lower the bound to what it read.  r is for
+ * queue_ready_raise.
+ */
+TimestampTz
+queue_ready_from(int64 queue_id, int64 key, TimestampTz now, void **cache,
+				 QueueReadyRead *r)
+{
+	QueueCounterEntry *e;
+	TimestampTz from = DT_NOBEGIN;
+
+	r->slot = NULL;
+	r->queue_id = queue_id;
+	r->from = DT_NOBEGIN;
+	if (queue_shared == NULL)
+		return DT_NOBEGIN;
+	e = (QueueCounterEntry *) *cache;
+	for (int attempt = 0; attempt < 2; attempt++)
+	{
+		if (e == NULL)
+			e = counter_entry(queue_id, false);
+		*cache = e;
+		if (e == NULL)
+			return DT_NOBEGIN;	/* no slot: no bound */
+		SpinLockAcquire(&e->ready_lock);
+		if (e->dbid == MyDatabaseId && e->queue_id == queue_id)
+			break;
+		SpinLockRelease(&e->ready_lock);
+		e = NULL;				/* the slot is another queue's now */
+	}
+	if (e == NULL)
+		return DT_NOBEGIN;
+	if (e->ready_key != key)
+	{
+		e->ready_key = key;
+		e->ready_from = DT_NOBEGIN;
+		e->ready_gen++;
+		e->ready_checked = now;
+	}
+	else if (now - e->ready_checked > READY_RECHECK || now < e->ready_checked)
+		e->ready_checked = now; /* this one from the start */
+	else
+		from = e->ready_from;
+	r->gen = e->ready_gen;
+	r->slot = e;
+	r->from = from;
+	SpinLockRelease(&e->ready_lock);
+
+	queue_note_ready(queue_id, QUEUE_READY_NONE, from);
+	return from;
+}
+
+/* After the receive's scan: no message of the queue is ready below to. */
+void
+queue_ready_raise(const QueueReadyRead *r, TimestampTz to)
+{
+	QueueCounterEntry *e = (QueueCounterEntry *) r->slot;
+
+	if (e == NULL || IsolationUsesXactSnapshot())
+		return;
+	SpinLockAcquire(&e->ready_lock);
+	if (e->dbid == MyDatabaseId && e->queue_id == r->queue_id &&
+		e->ready_gen == r->gen && to > e->ready_from)
+		e->ready_from = to;
+	SpinLockRelease(&e->ready_lock);
+}
+
+/*
+ * This transaction may make messages of queue_id ready from at_commit on
+ * if it commits, or from at_abort on if it aborts (QUEUE_READY_NONE:
+ * none): the bound is lowered then.
+ */
+void
+queue_note_ready(int64 queue_id, TimestampTz at_commit, TimestampTz at_abort)
+{
+	PendingQueue *p = pending_entry(queue_id);
+
+	p->commit_floor = Min(p->commit_floor, at_commit);
+	p->abort_floor = Min(p->abort_floor, at_abort);
 }
 
 /*
@@ -281,6 +445,9 @@ queue_reset_counters(int64 queue_id)
 			pg_atomic_write_u64(&e->c[c], 0);
 		pg_atomic_write_u64(&e->arrived, 0);
 		pg_atomic_write_u32(&e->tenants, 0);
+		SpinLockAcquire(&e->ready_lock);
+		e->ready_key = 0;
+		SpinLockRelease(&e->ready_lock);
 	}
 	(void) pending_entry(queue_id);
 }
@@ -292,7 +459,7 @@ queue_reset_counters(int64 queue_id)
  */
 static void
 apply_counts(int64 queue_id, const int64 *counts, int64 arrived, uint32 tenants,
-			 bool forget, bool wake, bool commit)
+			 bool forget, bool wake, bool commit, TimestampTz floor)
 {
 	if (commit && forget)
 		queue_forget_counters(queue_id);
@@ -313,9 +480,19 @@ apply_counts(int64 queue_id, const int64 *counts, int64 arrived, uint32 tenants,
 			if (tenants != 0 &&
 				(pg_atomic_read_u32(&e->tenants) & tenants) != tenants)
 				pg_atomic_fetch_or_u32(&e->tenants, tenants);
+			if (floor != READY_NONE)
+				ready_lower(e, queue_id, floor);
 		}
 		note_active(e, queue_id);
 	}
+	else if (floor != READY_NONE)
+	{
+		QueueCounterEntry *e = counter_entry(queue_id, false);
+
+		if (e != NULL)
+			ready_lower(e, queue_id, floor);
+	}
+	/* (after the bound is lowered: the woken scan from it) */
 	if (wake)
 		queue_wake(queue_id);
 }
@@ -328,7 +505,8 @@ flush_pending(bool commit)
 		PendingQueue *p = &pending[i];
 
 		apply_counts(p->queue_id, p->c, p->arrived, p->tenants, p->forget,
-					 commit ? p->wake_on_commit : p->wake_on_abort, commit);
+					 commit ? p->wake_on_commit : p->wake_on_abort, commit,
+					 commit ? p->commit_floor : p->abort_floor);
 	}
 	npending = 0;
 }
@@ -394,11 +572,15 @@ keep_prepared(void)
 		{
 			q = &slot->queues[slot->nqueues++];
 			q->queue_id = p->queue_id;
+			q->commit_floor = READY_NONE;
+			q->abort_floor = READY_NONE;
 		}
 		for (int c = 0; c < QC_NUM; c++)
 			q->c[c] += p->c[c];
 		q->arrived += p->arrived;
 		q->tenants |= p->tenants;
+		q->commit_floor = Min(q->commit_floor, p->commit_floor);
+		q->abort_floor = Min(q->abort_floor, p->abort_floor);
 		q->forget |= p->forget;
 		q->wake_on_commit |= p->wake_on_commit;
 		q->wake_on_abort |= p->wake_on_abort;
@@ -440,11 +622,18 @@ queue_finish_prepared(const char *gid, bool commit)
 		QueuePreparedQueue *q = &done.queues[k];
 
 		apply_counts(q->queue_id, q->c, q->arrived, q->tenants, q->forget,
-					 commit ? q->wake_on_commit : q->wake_on_abort, commit);
+					 commit ? q->wake_on_commit : q->wake_on_abort, commit,
+					 commit ? q->commit_floor : q->abort_floor);
 	}
-	/* Queues it could not keep apart: wake every waiting receive. */
+	/*
+	 * Queues it could not keep apart: every ready bound of the database
+	 * goes back to the start, and every waiting receive is woken.
+	 */
 	if (done.overflow)
+	{
+		ready_lower_all();
 		queue_wake_all();
+	}
 }
 
 /*
@@ -466,8 +655,9 @@ queue_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 	{
 		if (pending[i].subid < mySubid)
 			pending[kept++] = pending[i];
-		else if (pending[i].wake_on_abort && queue_shared != NULL)
-			queue_wake(pending[i].queue_id);
+		else if (queue_shared != NULL)
+			apply_counts(pending[i].queue_id, pending[i].c, 0, 0, false,
+						 pending[i].wake_on_abort, false, pending[i].abort_floor);
 	}
 	npending = kept;
 }
@@ -528,6 +718,8 @@ pending_entry(int64 queue_id)
 	memset(&pending[npending], 0, sizeof(PendingQueue));
 	pending[npending].queue_id = queue_id;
 	pending[npending].subid = subid;
+	pending[npending].commit_floor = READY_NONE;
+	pending[npending].abort_floor = READY_NONE;
 	return &pending[npending++];
 }
 
@@ -597,6 +789,8 @@ queue_note_arrival(int64 queue_id, int64 n)
 
 	p->arrived += n;
 	p->wake_on_commit = true;
+	/* the moved messages are visible from the move on, after this began */
+	p->commit_floor = Min(p->commit_floor, GetCurrentTransactionStartTimestamp());
 }
 
 /*

@@ -120,6 +120,7 @@ extern bool queue_preloaded;
 #include "storage/latch.h"
 #include "storage/lwlock.h"
 #include "port/atomics.h"
+#include "storage/spin.h"
 
 #define QUEUE_WAIT_SLOTS	1024	/* long-poll condition variables */
 #define QUEUE_MAX_WATCHERS	64		/* SQS endpoint workers (core_api.h) */
@@ -132,6 +133,12 @@ typedef struct QueueCounterEntry
 	pg_atomic_uint64 arrived;	/* messages put in by moves, not sends */
 	pg_atomic_uint32 active;	/* 1: named to its worker since it last looked */
 	pg_atomic_uint32 tenants;	/* QUEUE_TENANTS_*: what its sends carried (fair.c) */
+	/* the ready bound (counts.c), under ready_lock */
+	slock_t		ready_lock;
+	int64		ready_key;		/* the table or store it is of; 0: none yet */
+	TimestampTz ready_from;		/* no message is ready below this */
+	uint64		ready_gen;		/* bumped by every lowering */
+	TimestampTz ready_checked;	/* when a receive last scanned from the start */
 } QueueCounterEntry;
 
 /* What messages a standard queue's sends carried (fair.c), kept per queue. */
@@ -179,6 +186,8 @@ typedef struct QueuePreparedQueue
 	int64		c[QC_NUM];
 	int64		arrived;
 	uint32		tenants;		/* QUEUE_TENANTS_* its sends carried */
+	TimestampTz commit_floor;	/* the ready bound's lowering (counts.c) */
+	TimestampTz abort_floor;
 	bool		forget;
 	bool		wake_on_commit;
 	bool		wake_on_abort;
@@ -255,6 +264,19 @@ extern bool queue_take_active(bool all, int64 *ids, int *nids);
 extern void queue_note_change(int64 queue_id);
 extern void queue_prepare_gid(const char *gid);
 extern void queue_finish_prepared(const char *gid, bool commit);
+typedef struct QueueReadyRead	/* a receive's read of the ready bound */
+{
+	void	   *slot;
+	int64		queue_id;
+	uint64		gen;
+	TimestampTz from;
+} QueueReadyRead;
+#define QUEUE_READY_NONE	DT_NOEND
+extern TimestampTz queue_ready_from(int64 queue_id, int64 key, TimestampTz now,
+									void **cache, QueueReadyRead *r);
+extern void queue_ready_raise(const QueueReadyRead *r, TimestampTz to);
+extern void queue_note_ready(int64 queue_id, TimestampTz at_commit,
+							 TimestampTz at_abort);
 extern void queue_wake(int64 queue_id);
 extern void queue_wake_all(void);
 extern int	queue_wait_slot_of(int64 queue_id);

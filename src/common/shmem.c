@@ -149,8 +149,11 @@ queue_counter_probe(Oid dbid, int64 queue_id, bool create)
 	pg_atomic_write_u64(&reuse->arrived, 0);
 	pg_atomic_write_u32(&reuse->active, 0);
 	pg_atomic_write_u32(&reuse->tenants, 0);
+	SpinLockAcquire(&reuse->ready_lock);
+	reuse->ready_key = 0;		/* counts.c: no bound yet */
 	reuse->queue_id = queue_id;
 	reuse->dbid = dbid;
+	SpinLockRelease(&reuse->ready_lock);
 	return reuse;
 }
 
@@ -283,6 +286,8 @@ queue_shmem_startup(void)
 			pg_atomic_init_u64(&queue_shared->counters[i].arrived, 0);
 			pg_atomic_init_u32(&queue_shared->counters[i].active, 0);
 			pg_atomic_init_u32(&queue_shared->counters[i].tenants, 0);
+			SpinLockInit(&queue_shared->counters[i].ready_lock);
+			queue_shared->counters[i].ready_key = 0;
 		}
 	}
 	LWLockRelease(AddinShmemInitLock);

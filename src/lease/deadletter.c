@@ -117,6 +117,9 @@ queue_dead_letter_sweep(QueueMeta *q, TimestampTz since, TimestampTz now)
 	values[1] = TimestampTzGetDatum(now);
 	values[2] = Int32GetDatum(q->max_receive_count);
 	values[4] = TimestampTzGetDatum(now - q->retention);	/* expired: not moved */
+	/* rows it locks and then cannot move go back (common/counts.c) */
+	if (!q->fifo)
+		queue_note_ready(q->id, QUEUE_READY_NONE, DT_NOBEGIN);
 
 	if (q->fifo)
 	{
@@ -293,6 +296,9 @@ queue_redrive_bounded(text *dlq_name, text *dest_name, int64 limit, int64 upto_i
 	queue_check_read_write();
 
 	dlq = queue_open(&call, dlq_name, QPRIV_MANAGE);
+	/* the dead letters it locks go back if it aborts (common/counts.c) */
+	if (!dlq->fifo)
+		queue_note_ready(dlq->id, QUEUE_READY_NONE, DT_NOBEGIN);
 	if (dest_name != NULL)
 	{
 		dest = queue_lookup(dest_name);

@@ -895,6 +895,14 @@ apply_queue(QueueMeta *q)
 	if (ncand == 0)
 		return 0;
 
+	/*
+	 * The rows it locks may be ready and keep their visible_at: a standard
+	 * queue's ready bound goes back to the start when this ends, however
+	 * it ends (common/counts.c).
+	 */
+	if (!q->fifo)
+		queue_note_ready(q->id, DT_NOBEGIN, DT_NOBEGIN);
+
 	/* Lock what nobody holds (on a FIFO queue, groups first), then take. */
 	nrows = run_over_ids(q, q->fifo ? QP_FAILED_LOCK_FIFO : QP_FAILED_LOCK, ncand, ids);
 	{

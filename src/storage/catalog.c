@@ -448,6 +448,7 @@ load_entry(CacheEntry *e, text *name)
 	e->meta.group_pkey = InvalidOid;
 	e->meta.msg_group_idx = InvalidOid;
 	e->meta.msg_pkey = InvalidOid;
+	e->meta.counter_slot = NULL;
 	e->meta.dedup_relid = e->meta.shared ? queue_shared_relid('d', false) :
 		queue_table_relid(e->meta.id, 'd');
 	if (e->meta.fifo)

@@ -120,9 +120,11 @@ typedef struct PlanSpec
 static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	/*
 	 * The lease.  The inner scan walks the (visible_at, message_id) index
-	 * from its start, so in-flight and delayed messages (visible_at in the
-	 * future) are never visited; SKIP LOCKED passes over rows another
-	 * receive is taking.  "= ANY (ARRAY(...))" keeps the outer update on the
+	 * from the queue's ready bound ($6, common/counts.c: no message is
+	 * ready below it, so the entries of messages received and deleted that
+	 * a held snapshot keeps are not walked) to now, so in-flight and
+	 * delayed messages (visible_at in the future) are never visited; SKIP
+	 * LOCKED passes over rows another receive is taking.  "= ANY (ARRAY(...))" keeps the outer update on the
 	 * primary key whatever the planner thinks of the table's size.
 	 */
 	[QP_RECEIVE] = {
@@ -131,11 +133,12 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" first_received_at = coalesce(m.first_received_at, $1)"
 		" WHERE {S.m}m.message_id = ANY (ARRAY("
 		"  SELECT x.message_id FROM {q} x"
-		"  WHERE {S.x}x.visible_at <= $1 AND x.sent_at > $4"
+		"  WHERE {S.x}x.visible_at <= $1 AND x.visible_at >= $6 AND x.sent_at > $4"
 		"  ORDER BY x.visible_at, x.message_id LIMIT $5"
 		"  FOR UPDATE SKIP LOCKED))"
 		" RETURNING " MSG_COLUMNS,
-		5, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID}
+		6, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID,
+		TIMESTAMPTZOID}
 	},
 	[QP_DELETE] = {
 		"DELETE FROM {q} m WHERE {S.m}m.message_id = $1 AND m.receipt = $2",
@@ -340,12 +343,14 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * Receives of a queue with a dead-letter queue: candidates that were
 	 * received max_receive_count times ($6) are not leased but returned
 	 * flagged (column 11), still locked, for the caller to move.  $7: what
-	 * this call already delivered (see FIFO_DLQ_LEASE).
+	 * this call already delivered (see FIFO_DLQ_LEASE); $8 the ready bound,
+	 * as in QP_RECEIVE.
 	 */
 	[QP_RECEIVE_DLQ] = {
 		"WITH c AS MATERIALIZED ("
 		"  SELECT x.message_id, x.receive_count, x.message_group_id FROM {q} x"
-		"  WHERE {S.x}x.visible_at <= $1 AND x.sent_at > $4 AND x.message_id <> ALL ($7)"
+		"  WHERE {S.x}x.visible_at <= $1 AND x.visible_at >= $8 AND x.sent_at > $4"
+		"   AND x.message_id <> ALL ($7)"
 		"  ORDER BY x.visible_at, x.message_id LIMIT $5 FOR UPDATE SKIP LOCKED),"
 		" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3,"
 		"  receive_count = m.receive_count + 1,"
@@ -355,8 +360,8 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" SELECT u.*, false FROM u"
 		" UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL,"
 		"  NULL, NULL, NULL, NULL, true FROM c WHERE c.receive_count >= $6",
-		7, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID,
-		INT8ARRAYOID}
+		8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID,
+		INT8ARRAYOID, TIMESTAMPTZOID}
 	},
 
 	/*

@@ -128,6 +128,7 @@ typedef struct QueueMeta
 	Oid			msg_group_idx;	/* q<id>_group: (message_group_id, message_id) */
 	Oid			msg_pkey;		/* q<id>_pkey */
 	Oid			dedup_relid;	/* d<id>, or the shared dedup table (insert.c) */
+	void	   *counter_slot;	/* its counter slot, as common/counts.c last found it */
 } QueueMeta;
 
 /*
