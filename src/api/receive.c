@@ -494,18 +494,31 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 		bounded = true;
 	}
 	/*
-	 * The leases are ready again from their end, should that pass before
-	 * they commit; a fair receive's, if it aborts, from anywhere below now
-	 * (counts.c).
+	 * What the statement leases goes back where it was if the transaction
+	 * aborts: at or above the bound the scan started from (a fair
+	 * receive's anywhere below now), which the abort lowers the bound to;
+	 * and the leases are ready again from their end, should that pass
+	 * before they commit (counts.c).  Noted when the statement leased
+	 * something, or failed (it may have leased some): a waiting receive's
+	 * try that found nothing rolls back, and must leave the bound alone.
 	 */
-	if (!q->fifo)
-		queue_note_ready(q->id, now + vt,
-						 kind == QP_FAIR_RECEIVE ? DT_NOBEGIN : QUEUE_READY_NONE);
-	rc = queue_exec(q, kind, args, nulls, false, 0);
+	PG_TRY();
+	{
+		rc = queue_exec(q, kind, args, nulls, false, 0);
+	}
+	PG_CATCH();
+	{
+		if (!q->fifo)
+			queue_note_ready(q->id, QUEUE_READY_NONE, bounded ? ready.from : DT_NOBEGIN);
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
 	if (rc != SPI_OK_UPDATE_RETURNING && rc != SPI_OK_SELECT)
 		elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
 	tt = SPI_tuptable;
 	nrows = SPI_processed;
+	if (!q->fifo && nrows > 0)
+		queue_note_ready(q->id, now + vt, bounded ? ready.from : DT_NOBEGIN);
 	got->fair_raced = kind == QP_FAIR_RECEIVE && nrows == 0;
 	if (bounded)
 	{

@@ -216,8 +216,8 @@ ready_lower_all(void)
  * Where a receive of queue_id (whose table or store is key) starts its
  * scan at now: the bound, or DT_NOBEGIN (the index's start).  *cache keeps
  * the queue's counter slot for the backend (checked here each time).  The
- * receive's abort will lower the bound to what it read.  r is for
- * queue_ready_raise.
+ * receive notes r->from as its abort's floor when it leased something; r
+ * is for queue_ready_raise.
  */
 TimestampTz
 queue_ready_from(int64 queue_id, int64 key, TimestampTz now, void **cache,
@@ -262,8 +262,6 @@ queue_ready_from(int64 queue_id, int64 key, TimestampTz now, void **cache,
 	r->slot = e;
 	r->from = from;
 	SpinLockRelease(&e->ready_lock);
-
-	queue_note_ready(queue_id, QUEUE_READY_NONE, from);
 	return from;
 }
 
