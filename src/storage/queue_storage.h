@@ -9,6 +9,7 @@
  *	  insert.c    direct inserts of messages and deduplication ids
  *	  catalog.c   the per-backend cache of the registry, table lookups, queue locks
  *	  plans.c     the statements of the hot path, prepared once per queue and kept
+ *	  citus.c     a Citus cluster: placement keys, the wrong-node guard, tables Citus manages
  *
  * May call: common/.  Nothing here includes or calls a folder above
  * it (the layers, bottom to top: common, storage, access, state, fifo,
@@ -187,5 +188,10 @@ extern void queue_insert_new_dedup_ids(QueueMeta *q, int n,
 									   const Datum *scope_keys,
 									   const Datum *dedup_ids, const int64 *ids,
 									   TimestampTz now, bool *claimed);
+
+/* citus.c: a Citus cluster (docs/citus.md); nothing without Citus */
+extern void queue_citus_check_local(text *name, const char *argname);
+extern bool queue_citus_manages(Relation rel);
+extern void queue_citus_check_call(FunctionCallInfo fcinfo);
 
 #endif							/* QUEUE_STORAGE_H */

@@ -1,0 +1,232 @@
+/* queue--1.7--1.8.sql: queues spread over a Citus cluster (issue 37) */
+
+\echo Use "ALTER EXTENSION queue UPDATE TO '1.8'" to load this file. \quit
+
+/*
+ * Past one machine (docs/citus.md).  Each queue stays in the extension's
+ * local tables of one node; Citus routes a call to that node by the queue's
+ * placement key, as it routes a distributed function call by its
+ * distribution argument: queue.citus_setup() (below) makes an empty anchor
+ * table, queue_citus.placements, distributed by a column of type
+ * queue.placement_key, and distributes the API functions colocated with it
+ * by their queue_name (topic_name, source_queue) argument.
+ *
+ * queue.placement_key is text whose hash (the one Citus places by) is the
+ * hash of its tenant key: the part of the name before its first '.', or the
+ * whole name when it has none.  So 'acme.orders', 'acme.orders_dlq' and the
+ * topic 'acme.events' share a node, while 'orders' is placed by its whole
+ * name.  A text argument reaches the type by the cast below (Citus coerces
+ * a distribution argument to the anchor's column type).  Equal keys have
+ * equal tenant keys, so equality and hash agree as a hash opclass needs.
+ *
+ * Nothing here needs Citus: without it the type and the functions are
+ * unused, and queue.citus_setup() says Citus is missing.
+ */
+CREATE TYPE @extschema@.placement_key;
+
+CREATE FUNCTION @extschema@._placement_key_in(cstring)
+	RETURNS @extschema@.placement_key LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE
+	AS 'textin';
+CREATE FUNCTION @extschema@._placement_key_out(@extschema@.placement_key)
+	RETURNS cstring LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE
+	AS 'textout';
+CREATE FUNCTION @extschema@._placement_key_recv(internal)
+	RETURNS @extschema@.placement_key LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE
+	AS 'textrecv';
+CREATE FUNCTION @extschema@._placement_key_send(@extschema@.placement_key)
+	RETURNS bytea LANGUAGE internal IMMUTABLE STRICT PARALLEL SAFE
+	AS 'textsend';
+
+CREATE TYPE @extschema@.placement_key (
+	INPUT = @extschema@._placement_key_in,
+	OUTPUT = @extschema@._placement_key_out,
+	RECEIVE = @extschema@._placement_key_recv,
+	SEND = @extschema@._placement_key_send,
+	LIKE = pg_catalog.text
+);
+COMMENT ON TYPE @extschema@.placement_key IS
+	'a queue or topic name as Citus places it: hashed by its tenant key (the part before the first ".")';
+
+CREATE FUNCTION @extschema@._placement_key_eq(@extschema@.placement_key, @extschema@.placement_key)
+	RETURNS boolean LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	AS 'MODULE_PATHNAME', 'queue_placement_key_eq';
+COMMENT ON FUNCTION @extschema@._placement_key_eq(@extschema@.placement_key, @extschema@.placement_key) IS
+	'equality of placement keys (byte-wise, as the names are)';
+CREATE FUNCTION @extschema@._placement_key_hash(@extschema@.placement_key)
+	RETURNS integer LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	AS 'MODULE_PATHNAME', 'queue_placement_key_hash';
+COMMENT ON FUNCTION @extschema@._placement_key_hash(@extschema@.placement_key) IS
+	'the hash Citus places a queue by: that of its tenant key (the name up to its first ".")';
+CREATE FUNCTION @extschema@.placement_of(queue_name text)
+	RETURNS text LANGUAGE C IMMUTABLE PARALLEL SAFE
+	AS 'MODULE_PATHNAME', 'queue_placement_of';
+COMMENT ON FUNCTION @extschema@.placement_of(text) IS
+	'the tenant key a queue or topic is placed by on a Citus cluster: its name up to the first "."';
+
+CREATE OPERATOR @extschema@.= (
+	LEFTARG = @extschema@.placement_key,
+	RIGHTARG = @extschema@.placement_key,
+	FUNCTION = @extschema@._placement_key_eq,
+	COMMUTATOR = OPERATOR(@extschema@.=),
+	HASHES
+);
+CREATE OPERATOR CLASS @extschema@.placement_key_ops
+	DEFAULT FOR TYPE @extschema@.placement_key USING hash AS
+	OPERATOR 1 @extschema@.= (@extschema@.placement_key, @extschema@.placement_key),
+	FUNCTION 1 @extschema@._placement_key_hash(@extschema@.placement_key);
+CREATE CAST (text AS @extschema@.placement_key) WITHOUT FUNCTION AS ASSIGNMENT;
+
+/* Citus wants a btree opclass of a distribution column too: byte order. */
+CREATE FUNCTION @extschema@._placement_key_cmp(@extschema@.placement_key, @extschema@.placement_key)
+	RETURNS integer LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
+	AS 'MODULE_PATHNAME', 'queue_placement_key_cmp';
+COMMENT ON FUNCTION @extschema@._placement_key_cmp(@extschema@.placement_key, @extschema@.placement_key) IS
+	'byte order of placement keys (btree support)';
+CREATE FUNCTION @extschema@._placement_key_lt(@extschema@.placement_key, @extschema@.placement_key)
+	RETURNS boolean LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN @extschema@._placement_key_cmp($1, $2) OPERATOR(pg_catalog.<) 0;
+CREATE FUNCTION @extschema@._placement_key_le(@extschema@.placement_key, @extschema@.placement_key)
+	RETURNS boolean LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN @extschema@._placement_key_cmp($1, $2) OPERATOR(pg_catalog.<=) 0;
+CREATE FUNCTION @extschema@._placement_key_ge(@extschema@.placement_key, @extschema@.placement_key)
+	RETURNS boolean LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN @extschema@._placement_key_cmp($1, $2) OPERATOR(pg_catalog.>=) 0;
+CREATE FUNCTION @extschema@._placement_key_gt(@extschema@.placement_key, @extschema@.placement_key)
+	RETURNS boolean LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
+	RETURN @extschema@._placement_key_cmp($1, $2) OPERATOR(pg_catalog.>) 0;
+COMMENT ON FUNCTION @extschema@._placement_key_lt(@extschema@.placement_key, @extschema@.placement_key) IS 'btree support';
+COMMENT ON FUNCTION @extschema@._placement_key_le(@extschema@.placement_key, @extschema@.placement_key) IS 'btree support';
+COMMENT ON FUNCTION @extschema@._placement_key_ge(@extschema@.placement_key, @extschema@.placement_key) IS 'btree support';
+COMMENT ON FUNCTION @extschema@._placement_key_gt(@extschema@.placement_key, @extschema@.placement_key) IS 'btree support';
+CREATE OPERATOR @extschema@.< (LEFTARG = @extschema@.placement_key, RIGHTARG = @extschema@.placement_key,
+	FUNCTION = @extschema@._placement_key_lt);
+CREATE OPERATOR @extschema@.<= (LEFTARG = @extschema@.placement_key, RIGHTARG = @extschema@.placement_key,
+	FUNCTION = @extschema@._placement_key_le);
+CREATE OPERATOR @extschema@.>= (LEFTARG = @extschema@.placement_key, RIGHTARG = @extschema@.placement_key,
+	FUNCTION = @extschema@._placement_key_ge);
+CREATE OPERATOR @extschema@.> (LEFTARG = @extschema@.placement_key, RIGHTARG = @extschema@.placement_key,
+	FUNCTION = @extschema@._placement_key_gt);
+CREATE OPERATOR CLASS @extschema@.placement_key_btree_ops
+	DEFAULT FOR TYPE @extschema@.placement_key USING btree AS
+	OPERATOR 1 @extschema@.<, OPERATOR 2 @extschema@.<=, OPERATOR 3 @extschema@.=,
+	OPERATOR 4 @extschema@.>=, OPERATOR 5 @extschema@.>,
+	FUNCTION 1 @extschema@._placement_key_cmp(@extschema@.placement_key, @extschema@.placement_key);
+
+REVOKE ALL ON FUNCTION @extschema@._placement_key_eq(@extschema@.placement_key, @extschema@.placement_key),
+	@extschema@._placement_key_hash(@extschema@.placement_key),
+	@extschema@._placement_key_cmp(@extschema@.placement_key, @extschema@.placement_key),
+	@extschema@._placement_key_lt(@extschema@.placement_key, @extschema@.placement_key),
+	@extschema@._placement_key_le(@extschema@.placement_key, @extschema@.placement_key),
+	@extschema@._placement_key_ge(@extschema@.placement_key, @extschema@.placement_key),
+	@extschema@._placement_key_gt(@extschema@.placement_key, @extschema@.placement_key) FROM PUBLIC;
+
+/*
+ * queue.citus_setup(): the one call that sets a Citus cluster up, on its
+ * coordinator, after CREATE EXTENSION citus and queue on every node and the
+ * workers added (Citus's own set-up).  Idempotent: a second call changes
+ * nothing and says so.  Returns how many functions it distributed now.
+ *
+ * Each API function whose placement argument is a queue's or topic's name
+ * is distributed colocated with the anchor, with force_delegation, so a
+ * call is run by the node that holds the name's shard, inside the caller's
+ * transaction.  A call Citus does not delegate runs where it was made and
+ * is refused there by the wrong-node guard (src/storage/citus.c) unless
+ * this is the queue's node.
+ */
+CREATE FUNCTION @extschema@.citus_setup()
+	RETURNS integer LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	n integer := 0;
+	f record;
+BEGIN
+	IF NOT (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) current_user) THEN
+		RAISE EXCEPTION 'queue.citus_setup() must be run by a superuser'
+			USING ERRCODE = '42501';
+	END IF;
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+		RAISE EXCEPTION 'extension "citus" is not installed in this database'
+			USING ERRCODE = '55000',
+				  HINT = 'Install Citus and run CREATE EXTENSION citus on every node, add the workers, then call queue.citus_setup() on the coordinator.';
+	END IF;
+	IF (SELECT groupid FROM pg_catalog.pg_dist_local_group) OPERATOR(pg_catalog.<>) 0 THEN
+		RAISE EXCEPTION 'queue.citus_setup() must be run on the coordinator'
+			USING ERRCODE = '55000';
+	END IF;
+
+	CREATE SCHEMA IF NOT EXISTS queue_citus;
+	REVOKE ALL ON SCHEMA queue_citus FROM PUBLIC;
+	COMMENT ON SCHEMA queue_citus IS 'the anchor queue''s placement on a Citus cluster (queue.citus_setup)';
+	IF pg_catalog.to_regclass('queue_citus.placements') IS NULL THEN
+		CREATE TABLE queue_citus.placements (placement_key queue.placement_key);
+		COMMENT ON TABLE queue_citus.placements IS
+			'always empty: its shards are where queues live; API functions are colocated with it';
+	END IF;
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition
+				   WHERE logicalrelid OPERATOR(pg_catalog.=) 'queue_citus.placements'::pg_catalog.regclass) THEN
+		PERFORM pg_catalog.create_distributed_table('queue_citus.placements', 'placement_key',
+													colocate_with => 'none');
+		n := n + 1;
+	END IF;
+
+	FOR f IN
+		SELECT p.oid::pg_catalog.regprocedure AS fn,
+			   CASE WHEN p.proname OPERATOR(pg_catalog.=) 'create_consumer' THEN 'queue_name'
+					ELSE (p.proargnames)[1] END AS arg
+		FROM pg_catalog.pg_proc p
+		WHERE p.pronamespace OPERATOR(pg_catalog.=) 'queue'::pg_catalog.regnamespace
+		  AND p.proname !~ '^(_|citus_)'
+		  AND ((p.proargnames)[1] IN ('queue_name', 'topic_name', 'source_queue')
+			   OR p.proname OPERATOR(pg_catalog.=) 'create_consumer')
+		  AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_object d
+						  WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
+							AND d.objid OPERATOR(pg_catalog.=) p.oid
+							AND d.colocationid IS NOT NULL)
+		ORDER BY 1::text
+	LOOP
+		PERFORM pg_catalog.create_distributed_function(f.fn, f.arg,
+			colocate_with => 'queue_citus.placements', force_delegation => true);
+		n := n + 1;
+	END LOOP;
+	IF n OPERATOR(pg_catalog.=) 0 THEN
+		RAISE NOTICE 'the cluster is already set up for queues';
+	END IF;
+	RETURN n;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@.citus_setup() FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.citus_setup() IS
+	'set a Citus cluster up for queues (on its coordinator; idempotent): returns how many objects it distributed';
+
+/*
+ * Where a queue (or topic) lives on a Citus cluster: its placement key, the
+ * anchor's shard for it and the node holding that shard.  Empty without
+ * Citus or before queue.citus_setup().
+ */
+CREATE FUNCTION @extschema@.citus_placement(queue_name text)
+	RETURNS TABLE (placement_key text, shard_id bigint, node_name text, node_port integer, is_local boolean)
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF queue_name IS NULL THEN
+		RAISE EXCEPTION 'argument "queue_name" must not be null' USING ERRCODE = '22004';
+	END IF;
+	IF pg_catalog.to_regclass('queue_citus.placements') IS NULL
+	   OR NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+		RETURN;
+	END IF;
+	RETURN QUERY EXECUTE
+		'SELECT queue.placement_of($1), s.shardid, n.nodename::text, n.nodeport,
+				n.groupid OPERATOR(pg_catalog.=) (SELECT groupid FROM pg_catalog.pg_dist_local_group)
+		 FROM pg_catalog.pg_dist_placement s
+		 JOIN pg_catalog.pg_dist_node n ON n.groupid OPERATOR(pg_catalog.=) s.groupid
+		 WHERE n.noderole OPERATOR(pg_catalog.=) ''primary''
+		   AND s.shardid OPERATOR(pg_catalog.=) pg_catalog.get_shard_id_for_distribution_column(
+				''queue_citus.placements''::pg_catalog.regclass, $1::queue.placement_key)'
+		USING queue_name;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.citus_placement(text) IS
+	'where a queue or topic lives on a Citus cluster: placement key, shard, node (empty without Citus)';
