@@ -230,3 +230,10 @@ END
 $$;
 COMMENT ON FUNCTION @extschema@.citus_placement(text) IS
 	'where a queue or topic lives on a Citus cluster: placement key, shard, node (empty without Citus)';
+
+CREATE FUNCTION @extschema@._citus_manages(rel regclass)
+	RETURNS boolean LANGUAGE C
+	AS 'MODULE_PATHNAME', 'queue_citus_manages_sql';
+REVOKE ALL ON FUNCTION @extschema@._citus_manages(regclass) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@._citus_manages(regclass) IS
+	'whether Citus manages a table (a distributed table''s shell or a shard), so sends write it by statement';

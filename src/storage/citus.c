@@ -57,6 +57,7 @@ PG_FUNCTION_INFO_V1(queue_placement_key_eq);
 PG_FUNCTION_INFO_V1(queue_placement_key_hash);
 PG_FUNCTION_INFO_V1(queue_placement_key_cmp);
 PG_FUNCTION_INFO_V1(queue_placement_of);
+PG_FUNCTION_INFO_V1(queue_citus_manages_sql);
 
 /* The length of a name's tenant key: up to its first '.', or all of it. */
 static int
@@ -123,6 +124,8 @@ queue_placement_of(PG_FUNCTION_ARGS)
 															 VARSIZE_ANY_EXHDR(t))));
 }
 
+static void check_local(text *name, const char *argname, const char *of);
+
 /* Whether the Citus library is loaded in this process (it defines citus.version). */
 static bool
 citus_loaded(void)
@@ -161,6 +164,17 @@ know_citus(void)
  */
 void
 queue_citus_check_local(text *name, const char *argname)
+{
+	check_local(name, argname, NULL);
+}
+
+/*
+ * check_local: the guard.  With of set, name is not the call's placement
+ * argument but a queue that must share the node of queue (or topic) "of":
+ * a dead-letter queue, a redrive destination, a subscribed queue.
+ */
+static void
+check_local(text *name, const char *argname, const char *of)
 {
 	static SPIPlanPtr plan = NULL;
 	Datum		args[2];
@@ -204,6 +218,18 @@ queue_citus_check_local(text *name, const char *argname)
 		char	   *port = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 3);
 		char	   *qname = text_to_cstring(name);
 
+		if (of != NULL)
+			ereport(ERROR,
+					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+					 errmsg("queue \"%s\" (argument \"%s\") is placed on another node of the Citus cluster (%s:%s) than \"%s\"",
+							qname, argname, node, port, of),
+					 errdetail("A queue's dead-letter queue, redrive destination and topic "
+							   "subscriptions must be on its node."),
+					 errhint("Give them the same tenant key, the part of the name before its "
+							 "first \".\" (queue.placement_of), e.g. \"%s.%s\".",
+							 text_to_cstring(DatumGetTextPP(DirectFunctionCall1(queue_placement_of,
+																				 CStringGetTextDatum(of)))),
+							 qname)));
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("%s \"%s\" is placed on another node of the Citus cluster (%s:%s)",
@@ -328,5 +354,102 @@ queue_citus_check_call(FunctionCallInfo fcinfo)
 			arg = i;
 	if (arg < 0 || arg >= fcinfo->nargs || PG_ARGISNULL(arg))
 		return;
-	queue_citus_check_local(PG_GETARG_TEXT_PP(arg), names[arg]);
+	check_local(PG_GETARG_TEXT_PP(arg), names[arg], NULL);
+
+	/* the queues that must share its node */
+	for (int i = 0; i < nargs && i < fcinfo->nargs; i++)
+		if (i != arg && types[i] == TEXTOID && names[i] != NULL && !PG_ARGISNULL(i) &&
+			(strcmp(names[i], "queue_name") == 0 ||
+			 strcmp(names[i], "dead_letter_queue") == 0 ||
+			 strcmp(names[i], "destination_queue") == 0))
+			check_local(PG_GETARG_TEXT_PP(i), names[i],
+						text_to_cstring(PG_GETARG_TEXT_PP(arg)));
+}
+
+/* queue._citus_manages(regclass): queue_citus_manages, for the tests (037_citus). */
+Datum
+queue_citus_manages_sql(PG_FUNCTION_ARGS)
+{
+	Relation	rel;
+	bool		managed;
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", "rel")));
+	rel = table_open(PG_GETARG_OID(0), AccessShareLock);
+	managed = queue_citus_manages(rel);
+	table_close(rel, AccessShareLock);
+	PG_RETURN_BOOL(managed);
+}
+
+/*
+ * From the utility hook (worker.c), before a statement runs: refuse to
+ * create a shard of the anchor (queue_citus.placements_<shard id>) on a
+ * node that the shard is not placed on, which is what moving, copying or
+ * rebalancing the shard does first.  The queues of a shard are this node's
+ * own tables and do not travel with it: moving the shard would strand them
+ * (every call would route to a node without the queue).  The shards are
+ * made where they are placed when the anchor is distributed, which is
+ * allowed.
+ */
+void
+queue_citus_utility(Node *stmt)
+{
+	CreateStmt *cs;
+	const char *rel;
+	int64		shardid;
+	static SPIPlanPtr plan = NULL;
+
+	if (!IsA(stmt, CreateStmt) || !citus_loaded())
+		return;
+	cs = (CreateStmt *) stmt;
+	rel = cs->relation->relname;
+	if (cs->relation->schemaname == NULL || strcmp(cs->relation->schemaname, "queue_citus") != 0 ||
+		strncmp(rel, "placements_", strlen("placements_")) != 0 ||
+		strspn(rel + strlen("placements_"), "0123456789") != strlen(rel + strlen("placements_")))
+		return;
+	know_citus();
+	if (!known_citus)
+		return;
+	shardid = strtoll(rel + strlen("placements_"), NULL, 10);
+	if (SPI_connect() != SPI_OK_CONNECT)
+		elog(ERROR, "SPI_connect failed");
+	if (plan == NULL)
+	{
+		Oid			types[1] = {INT8OID};
+
+		plan = SPI_prepare("SELECT n.nodename OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) n.nodeport "
+						   "FROM pg_catalog.pg_dist_placement p "
+						   "JOIN pg_catalog.pg_dist_node n ON n.groupid OPERATOR(pg_catalog.=) p.groupid "
+						   "WHERE p.shardid OPERATOR(pg_catalog.=) $1 "
+						   "AND p.groupid OPERATOR(pg_catalog.<>) "
+						   "(SELECT groupid FROM pg_catalog.pg_dist_local_group)",
+						   1, types);
+		if (plan == NULL)
+			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
+		SPI_keepplan(plan);
+	}
+	{
+		Datum		arg = Int64GetDatum(shardid);
+
+		if (SPI_execute_plan(plan, &arg, NULL, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "placement lookup failed");
+	}
+	if (SPI_processed > 0)
+	{
+		char	   *from = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("shard " INT64_FORMAT " of queue_citus.placements holds the queues placed on %s and cannot be moved or copied",
+						shardid, from),
+				 errdetail("Queues are tables of the node they live on and do not move with "
+						   "Citus's shards: moving the shard would strand them."),
+				 errhint("Leave the shards of queue_citus.placements (and the tables colocated "
+						 "with it) where they are: rebalance other tables by name "
+						 "(rebalance_table_shards('table')), and drain a node only when it "
+						 "holds no queues.")));
+	}
+	SPI_finish();
 }

@@ -193,5 +193,6 @@ extern void queue_insert_new_dedup_ids(QueueMeta *q, int n,
 extern void queue_citus_check_local(text *name, const char *argname);
 extern bool queue_citus_manages(Relation rel);
 extern void queue_citus_check_call(FunctionCallInfo fcinfo);
+extern void queue_citus_utility(Node *stmt);
 
 #endif							/* QUEUE_STORAGE_H */
