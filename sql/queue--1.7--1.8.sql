@@ -75,6 +75,8 @@ CREATE OPERATOR CLASS @extschema@.placement_key_ops
 	OPERATOR 1 @extschema@.= (@extschema@.placement_key, @extschema@.placement_key),
 	FUNCTION 1 @extschema@._placement_key_hash(@extschema@.placement_key);
 CREATE CAST (text AS @extschema@.placement_key) WITHOUT FUNCTION AS ASSIGNMENT;
+/* ... and reads as text where queue's operators are not on the search path */
+CREATE CAST (@extschema@.placement_key AS text) WITHOUT FUNCTION AS IMPLICIT;
 
 /* Citus wants a btree opclass of a distribution column too: byte order. */
 CREATE FUNCTION @extschema@._placement_key_cmp(@extschema@.placement_key, @extschema@.placement_key)

@@ -17,7 +17,7 @@
  * '.', so a tenant's queues, dead-letter queues and topics share a node.
  *
  * The wrong-node guard: a call Citus did not delegate (inside a query over
- * rows, a CTE, a non-constant name, PL/pgSQL) runs where it was made; on a
+ * rows, a CTE, a name that is not a constant) runs where it was made; on a
  * cluster that is set up, queue_citus_check_local refuses it unless this
  * node holds the name's shard, so no queue is ever made or used on the
  * wrong node.
@@ -236,9 +236,9 @@ check_local(text *name, const char *argname, const char *of)
 						strcmp(argname, "topic_name") == 0 ? "topic" : "queue",
 						qname, node, port),
 				 errdetail("This call ran on this node because Citus did not delegate it "
-						   "to the node of \"%s\": a call inside a query over rows, a CTE, "
-						   "a name that is not a constant, or a call from PL/pgSQL is run "
-						   "where it is made.", qname),
+						   "to the node of \"%s\": a call inside a query over rows or a CTE, "
+						   "or with a name that is not a constant, is run where it is made.",
+						   qname),
 				 errhint("Call the function as a statement of its own with the name as a "
 						 "constant, e.g. SELECT queue.send('%s', ...), or connect to %s:%s.",
 						 qname, node, port)));
@@ -280,7 +280,8 @@ queue_citus_manages(Relation rel)
 	if (OidIsValid(idx))
 	{
 		cat = table_open(IndexGetRelation(idx, false), AccessShareLock);
-		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+		ScanKeyInit(&key, get_attnum(RelationGetRelid(cat), "logicalrelid"),
+					BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
 		scan = systable_beginscan(cat, idx, true, NULL, 1, &key);
 		managed = HeapTupleIsValid(systable_getnext(scan));
 		systable_endscan(scan);
@@ -297,13 +298,15 @@ queue_citus_manages(Relation rel)
 		HeapTuple	tup;
 
 		cat = table_open(IndexGetRelation(idx, false), AccessShareLock);
-		ScanKeyInit(&key, 1, BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(shardid));
+		ScanKeyInit(&key, get_attnum(RelationGetRelid(cat), "shardid"),
+					BTEqualStrategyNumber, F_INT8EQ, Int64GetDatum(shardid));
 		scan = systable_beginscan(cat, idx, true, NULL, 1, &key);
 		if (HeapTupleIsValid(tup = systable_getnext(scan)))
 		{
 			bool		isnull;
-			Oid			logical = DatumGetObjectId(heap_getattr(tup, 1, RelationGetDescr(cat),
-																&isnull));
+			Oid			logical = DatumGetObjectId(heap_getattr(tup,
+																get_attnum(RelationGetRelid(cat), "logicalrelid"),
+																RelationGetDescr(cat), &isnull));
 			char	   *lname = isnull ? NULL : get_rel_name(logical);
 
 			managed = lname != NULL &&
