@@ -52,6 +52,9 @@
 #  9. fair queues (test/bench/fair.sh; FAIR=0 skips it): the cycle with
 #     1,000 tenants against none, the quiet tenants' dwell beside a noisy
 #     backlog, and the most in flight seen under max_in_flight_per_group
+# 10. Citus (test/bench/citus.sh; CITUS=0 skips it, as does a PostgreSQL
+#     without Citus): the full cycle through a coordinator, through the
+#     queue's own worker, and on this plain node, in the same run
 #  4. (not with QUICK=1) the soak: SOAK_MESSAGES messages through a queue
 #     kept near empty (send 10 -> receive 10 -> delete, 4 clients, autovacuum
 #     at its defaults), for the extension and the floor (idx): throughput per
@@ -676,6 +679,13 @@ fi
 if [ "$EXT" = 1 ] && [ "${FAIR:-1}" = 1 ]; then
 	# shellcheck source=fair.sh
 	. "$HERE/fair.sh"
+fi
+
+# --- 10. Citus ------------------------------------------------------------------------
+
+if [ "$EXT" = 1 ] && [ "${CITUS:-1}" = 1 ]; then
+	# shellcheck source=citus.sh
+	. "$HERE/citus.sh"
 fi
 
 # --- summary -------------------------------------------------------------------------
