@@ -142,6 +142,8 @@ AS $$
 DECLARE
 	n integer := 0;
 	f record;
+	owner_name name;
+	owner_super boolean;
 BEGIN
 	IF NOT (SELECT rolsuper FROM pg_catalog.pg_roles WHERE rolname OPERATOR(pg_catalog.=) current_user) THEN
 		RAISE EXCEPTION 'queue.citus_setup() must be run by a superuser'
@@ -158,6 +160,14 @@ BEGIN
 	END IF;
 
 	CREATE SCHEMA IF NOT EXISTS queue_citus;
+	/* a schema or anchor someone else made first would be trusted below */
+	SELECT r.rolname, r.rolsuper INTO owner_name, owner_super
+	FROM pg_catalog.pg_namespace n JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) n.nspowner
+	WHERE n.nspname OPERATOR(pg_catalog.=) 'queue_citus';
+	IF NOT owner_super THEN
+		RAISE EXCEPTION 'schema "queue_citus" is owned by role "%", who is not a superuser', owner_name
+			USING ERRCODE = '42501', HINT = 'Drop it (it holds only the anchor of queue.citus_setup) and call queue.citus_setup() again.';
+	END IF;
 	REVOKE ALL ON SCHEMA queue_citus FROM PUBLIC;
 	COMMENT ON SCHEMA queue_citus IS 'the anchor queue''s placement on a Citus cluster (queue.citus_setup)';
 	IF pg_catalog.to_regclass('queue_citus.placements') IS NULL THEN
@@ -165,6 +175,14 @@ BEGIN
 		COMMENT ON TABLE queue_citus.placements IS
 			'always empty: its shards are where queues live; API functions are colocated with it';
 	END IF;
+	SELECT r.rolname, r.rolsuper INTO owner_name, owner_super
+	FROM pg_catalog.pg_class c JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) c.relowner
+	WHERE c.oid OPERATOR(pg_catalog.=) 'queue_citus.placements'::pg_catalog.regclass;
+	IF NOT owner_super THEN
+		RAISE EXCEPTION 'table "queue_citus.placements" is owned by role "%", who is not a superuser', owner_name
+			USING ERRCODE = '42501';
+	END IF;
+	REVOKE ALL ON queue_citus.placements FROM PUBLIC;
 	IF NOT EXISTS (SELECT FROM pg_catalog.pg_dist_partition
 				   WHERE logicalrelid OPERATOR(pg_catalog.=) 'queue_citus.placements'::pg_catalog.regclass) THEN
 		PERFORM pg_catalog.create_distributed_table('queue_citus.placements', 'placement_key',
@@ -215,6 +233,7 @@ BEGIN
 	IF queue_name IS NULL THEN
 		RAISE EXCEPTION 'argument "queue_name" must not be null' USING ERRCODE = '22004';
 	END IF;
+	PERFORM queue.placement_of(queue_name);	-- the name's checks (42602, 42622)
 	IF pg_catalog.to_regclass('queue_citus.placements') IS NULL
 	   OR NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
 		RETURN;
@@ -239,3 +258,78 @@ CREATE FUNCTION @extschema@._citus_manages(rel regclass)
 REVOKE ALL ON FUNCTION @extschema@._citus_manages(regclass) FROM PUBLIC;
 COMMENT ON FUNCTION @extschema@._citus_manages(regclass) IS
 	'whether Citus manages a table (a distributed table''s shell or a shard), so sends write it by statement';
+
+/*
+ * Cluster-wide views, read on the coordinator: each node's rows of
+ * queue.queues, queue.stats and queue.consumers with the node's name and
+ * port, gathered by Citus (run_command_on_all_nodes) as the calling role,
+ * so every node shows it what its privileges allow.  Empty without Citus
+ * or before queue.citus_setup(); a node that cannot be read is an error
+ * naming it.
+ */
+CREATE FUNCTION @extschema@.citus_rows(view_name text)
+	RETURNS TABLE (node_name text, node_port integer, row_data jsonb)
+	LANGUAGE plpgsql STABLE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	r record;
+BEGIN
+	IF view_name NOT IN ('queues', 'stats', 'consumers') THEN
+		RAISE EXCEPTION 'argument "view_name" must be queues, stats or consumers' USING ERRCODE = '22023';
+	END IF;
+	IF pg_catalog.to_regclass('queue_citus.placements') IS NULL
+	   OR NOT EXISTS (SELECT FROM pg_catalog.pg_extension WHERE extname = 'citus') THEN
+		RETURN;
+	END IF;
+	FOR r IN EXECUTE
+		'SELECT n.nodename::text AS node_name, n.nodeport AS node_port, a.success, a.result
+		 FROM pg_catalog.run_command_on_all_nodes($1) a
+		 JOIN pg_catalog.pg_dist_node n ON n.nodeid OPERATOR(pg_catalog.=) a.nodeid
+		 ORDER BY n.nodeid'
+		USING pg_catalog.format('SELECT coalesce(pg_catalog.json_agg(v), ''[]''::pg_catalog.json) FROM queue.%I v', view_name)
+	LOOP
+		IF NOT r.success THEN
+			RAISE EXCEPTION 'could not read queue.% on node %:%: %', view_name, r.node_name, r.node_port, r.result
+				USING ERRCODE = '08006';
+		END IF;
+		RETURN QUERY SELECT r.node_name, r.node_port, e FROM pg_catalog.jsonb_array_elements(r.result::jsonb) e;
+	END LOOP;
+END
+$$;
+COMMENT ON FUNCTION @extschema@.citus_rows(text) IS
+	'every node''s rows of queue.<view_name> (queues, stats, consumers) as JSON, gathered on a Citus coordinator';
+
+
+CREATE FUNCTION @extschema@.citus_queues()
+	RETURNS TABLE (node_name text, node_port integer, queues @extschema@.queues)
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT g.node_name, g.node_port, pg_catalog.jsonb_populate_record(NULL::queue.queues, g.row_data)
+	FROM queue.citus_rows('queues') g
+$$;
+COMMENT ON FUNCTION @extschema@.citus_queues() IS
+	'queue.queues of every node of a Citus cluster, with the node (read on the coordinator; empty without Citus)';
+
+CREATE FUNCTION @extschema@.citus_stats()
+	RETURNS TABLE (node_name text, node_port integer, stats @extschema@.stats)
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT g.node_name, g.node_port, pg_catalog.jsonb_populate_record(NULL::queue.stats, g.row_data)
+	FROM queue.citus_rows('stats') g
+$$;
+COMMENT ON FUNCTION @extschema@.citus_stats() IS
+	'queue.stats of every node of a Citus cluster, with the node (read on the coordinator; empty without Citus)';
+
+CREATE FUNCTION @extschema@.citus_consumers()
+	RETURNS TABLE (node_name text, node_port integer, consumers @extschema@.consumers)
+	LANGUAGE sql STABLE
+	SET search_path = pg_catalog, pg_temp
+AS $$
+	SELECT g.node_name, g.node_port, pg_catalog.jsonb_populate_record(NULL::queue.consumers, g.row_data)
+	FROM queue.citus_rows('consumers') g
+$$;
+COMMENT ON FUNCTION @extschema@.citus_consumers() IS
+	'queue.consumers of every node of a Citus cluster, with the node (read on the coordinator; empty without Citus)';

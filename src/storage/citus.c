@@ -119,6 +119,7 @@ queue_placement_of(PG_FUNCTION_ARGS)
 				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
 				 errmsg("argument \"%s\" must not be null", "queue_name")));
 	t = PG_GETARG_TEXT_PP(0);
+	queue_check_name(t, "queue_name");
 	PG_RETURN_TEXT_P(cstring_to_text_with_len(VARDATA_ANY(t),
 											  tenant_key_len(VARDATA_ANY(t),
 															 VARSIZE_ANY_EXHDR(t))));

@@ -23,7 +23,9 @@
 #  7. moving the anchor's shards (citus_move_shard_placement,
 #     citus_drain_node) is refused with a clear message, and nothing is
 #     lost: every message is there and every call still routes.
-#  8. topics route to their node; a publish from any node delivers there.
+#  8. topics route to their node; a publish from any node delivers there;
+#     queue.citus_queues(), citus_stats(), citus_consumers() on the
+#     coordinator read every node.
 #  9. kill -9 of the queue's worker in the middle of sends through the
 #     coordinator: every send acknowledged before it is there after restart.
 # 10. docs/citus.md's blocks run as written on this cluster.
@@ -346,6 +348,19 @@ is(on($coord, "SELECT delivered FROM queue.publish('$ta.events', 'published')") 
 is(on($w1, "SELECT string_agg(body, ',' ORDER BY message_id) FROM queue.peek('$ta.orders')"),
 	'published,published from w2', '... on the node');
 on($w1, "SELECT queue.purge('$ta.orders')");
+
+# cluster-wide views, read on the coordinator
+is(on($coord, 'SELECT count(*) FROM queue.citus_queues()'),
+	on($w1, 'SELECT count(*) FROM queue.queues') + on($w2, 'SELECT count(*) FROM queue.queues'),
+	'queue.citus_queues() on the coordinator lists every node\'s queues');
+is(on($coord, "SELECT node_port || ' ' || (queues).fifo FROM queue.citus_queues() WHERE (queues).queue_name = '$tb.jobs'"),
+	$w2->port . ' false', '... each with its node');
+on($w2, "SELECT queue.send('$tb.jobs', 'counted')");
+is(on($coord, "SELECT (stats).visible FROM queue.citus_stats() WHERE (stats).queue_name = '$tb.jobs'"), '1',
+	'queue.citus_stats() reads each node\'s counts');
+is(on($coord, 'SELECT count(*) FROM queue.citus_consumers()'), '0', 'queue.citus_consumers() (none here)');
+fails_with($coord, "SELECT queue.citus_placement('bad name')", '42602', 'queue.citus_placement checks the name');
+on($w2, "SELECT queue.purge('$tb.jobs')");
 
 # --- 9. kill -9 of the queue's worker in the middle of sends ---------------
 
