@@ -19,7 +19,8 @@
 #     send commit in one phase on one node, both or neither; two queues on
 #     two nodes in one transaction commit by 2PC, both or neither.
 #  6. a long poll through the coordinator is woken by a send from the
-#     other worker; the node's queue worker dead-letters without receives.
+#     other worker; the node's queue worker dead-letters without receives;
+#     a consumer made through the coordinator runs on the queue's node.
 #  7. moving the anchor's shards (citus_move_shard_placement,
 #     citus_drain_node) is refused with a clear message, and nothing is
 #     lost: every message is there and every call still routes.
@@ -324,6 +325,29 @@ ok( $w1->poll_query_until('postgres',
 		"SELECT count(*) = 1 FROM queue.peek('$ta.orders_dlq') WHERE body = 'poison'"),
 	'the node\'s queue worker moves it to the dead-letter queue, nobody receiving');
 is(on($coord, "SELECT count(*) FROM queue.peek('$ta.poison')"), '0', '... and it left its queue');
+
+# a consumer made through the coordinator runs on the queue's node: its
+# table and handler are made on every node (Citus would propagate the
+# function, the consumer's handler must be the node's own)
+for my $n (@nodes)
+{
+	on($n, q(
+SET citus.enable_ddl_propagation = off;
+CREATE TABLE handled (body text);
+CREATE FUNCTION handle(msgs queue.message[]) RETURNS void LANGUAGE sql
+	AS $$ INSERT INTO handled SELECT m.body FROM unnest(msgs) m $$;
+));
+}
+on($coord, "SELECT queue.create('$ta.pushed')");
+on($coord, "SELECT queue.create_consumer('$ta.pusher', '$ta.pushed', 'handle(queue.message[])')");
+is(on($w1, 'SELECT count(*) FROM queue.consumers') . ' ' . on($coord, 'SELECT count(*) FROM queue.consumers'),
+	'1 0', 'create_consumer through the coordinator makes the consumer on the queue\'s node');
+on($w2, "SELECT queue.send('$ta.pushed', 'pushed from w2')");
+ok($w1->poll_query_until('postgres', "SELECT count(*) = 1 FROM handled WHERE body = 'pushed from w2'"),
+	'the node\'s consumer process handles a message sent from the other worker');
+ok($w1->poll_query_until('postgres', "SELECT count(*) = 0 FROM queue.peek('$ta.pushed')"),
+	'... and deletes it');
+on($w1, "SELECT queue.drop_consumer('$ta.pusher')");
 
 # --- 7. Moves of the anchor's shards are refused; nothing is lost -----------
 
