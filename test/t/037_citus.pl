@@ -189,6 +189,11 @@ api_round($coord, "$ta.orders", 'through the coordinator');
 api_round($w2, "$ta.orders", 'through the other worker');
 api_round($w1, $pb, 'through the other worker, a queue placed by name');
 
+# the same over a queue in the shared tables (the TAP runs default to dedicated)
+on($coord, "SELECT queue.create('$tb.shared', dedicated => false)");
+is(on($w2, "SELECT dedicated FROM queue.queues WHERE queue_name = '$tb.shared'"), 'f', 'a shared queue on w2');
+api_round($coord, "$tb.shared", 'through the coordinator, a shared queue');
+
 on($w2, "SELECT queue.create('$ta.made_on_w2')");
 is(on($w1, "SELECT count(*) FROM queue.queues WHERE queue_name = '$ta.made_on_w2'"), '1',
 	'create on w2 makes the tenant\'s queue on w1');
