@@ -390,12 +390,13 @@ queue_citus_manages_sql(PG_FUNCTION_ARGS)
 /*
  * From the utility hook (worker.c), before a statement runs: refuse to
  * create a shard of the anchor (queue_citus.placements_<shard id>) on a
- * node that the shard is not placed on, which is what moving, copying or
- * rebalancing the shard does first.  The queues of a shard are this node's
- * own tables and do not travel with it: moving the shard would strand them
- * (every call would route to a node without the queue).  The shards are
- * made where they are placed when the anchor is distributed, which is
- * allowed.
+ * node that the shard is not placed on, once the anchor is distributed:
+ * that is what moving, copying, rebalancing or splitting a shard does
+ * first (a split's new shards are placed nowhere yet).  The queues of a
+ * shard are this node's own tables and do not travel with it: moving the
+ * shard would strand them (every call would route to a node without the
+ * queue).  When the anchor is distributed, its shards are made before this
+ * node knows of it, which is allowed.
  */
 void
 queue_citus_utility(Node *stmt)
@@ -423,12 +424,16 @@ queue_citus_utility(Node *stmt)
 	{
 		Oid			types[1] = {INT8OID};
 
-		plan = SPI_prepare("SELECT n.nodename OPERATOR(pg_catalog.||) ':' OPERATOR(pg_catalog.||) n.nodeport "
+		plan = SPI_prepare("SELECT coalesce((SELECT pg_catalog.string_agg(n.nodename OPERATOR(pg_catalog.||) ':' "
+						   "OPERATOR(pg_catalog.||) n.nodeport, ', ') "
 						   "FROM pg_catalog.pg_dist_placement p "
 						   "JOIN pg_catalog.pg_dist_node n ON n.groupid OPERATOR(pg_catalog.=) p.groupid "
-						   "WHERE p.shardid OPERATOR(pg_catalog.=) $1 "
-						   "AND p.groupid OPERATOR(pg_catalog.<>) "
-						   "(SELECT groupid FROM pg_catalog.pg_dist_local_group)",
+						   "WHERE p.shardid OPERATOR(pg_catalog.=) $1), 'no node yet') "
+						   "FROM pg_catalog.pg_dist_partition d "
+						   "WHERE d.logicalrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('queue_citus.placements') "
+						   "AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_placement p "
+						   "WHERE p.shardid OPERATOR(pg_catalog.=) $1 AND p.groupid OPERATOR(pg_catalog.=) "
+						   "(SELECT groupid FROM pg_catalog.pg_dist_local_group))",
 						   1, types);
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
@@ -446,10 +451,11 @@ queue_citus_utility(Node *stmt)
 
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-				 errmsg("shard " INT64_FORMAT " of queue_citus.placements holds the queues placed on %s and cannot be moved or copied",
-						shardid, from),
-				 errdetail("Queues are tables of the node they live on and do not move with "
-						   "Citus's shards: moving the shard would strand them."),
+				 errmsg("the shards of queue_citus.placements hold queues and cannot be moved, copied or split"),
+				 errdetail("Shard " INT64_FORMAT " was to be created on a node it is not placed on "
+						   "(it is placed on: %s).  Queues are tables of the node they live on and do "
+						   "not move with Citus's shards: moving the shard would strand them.",
+						   shardid, from),
 				 errhint("Leave the shards of queue_citus.placements (and the tables colocated "
 						 "with it) where they are: rebalance other tables by name "
 						 "(rebalance_table_shards('table')), and drain a node only when it "

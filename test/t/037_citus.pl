@@ -21,8 +21,8 @@
 #  6. a long poll through the coordinator is woken by a send from the
 #     other worker; the node's queue worker dead-letters without receives;
 #     a consumer made through the coordinator runs on the queue's node.
-#  7. moving the anchor's shards (citus_move_shard_placement,
-#     citus_drain_node) is refused with a clear message, and nothing is
+#  7. moving or splitting the anchor's shards (citus_move_shard_placement,
+#     citus_drain_node, citus_split_shard_by_split_points) is refused with a clear message, and nothing is
 #     lost: every message is there and every call still routes.
 #  8. topics route to their node; a publish from any node delivers there;
 #     queue.citus_queues(), citus_stats(), citus_consumers() on the
@@ -363,11 +363,19 @@ $err = fails_with($coord,
 	"SELECT citus_move_shard_placement($sh, '" . $w1->host . "', " . $w1->port . ", '" . $w2->host . "', "
 	  . $w2->port . ", shard_transfer_mode => 'block_writes')",
 	'55000', 'citus_move_shard_placement of a shard holding queues');
-like($err, qr/holds the queues placed on .* cannot be moved/, '... says why');
+like($err, qr/hold queues and cannot be moved.*DETAIL:.*placed on: \Q@{[ $w1->host ]}:@{[ $w1->port ]}\E/s,
+	'... says why');
 fails_with($coord,
 	"SELECT citus_drain_node('" . $w1->host . "', " . $w1->port . ", shard_transfer_mode => 'block_writes')",
 	'55000', 'draining a node that holds queues');
-is(on($coord, "SELECT node_port FROM queue.citus_placement('$ta.orders')"), $w1->port, 'the shard stayed');
+fails_with($coord,
+	"SELECT citus_split_shard_by_split_points($sh, ARRAY[((shardminvalue::bigint + shardmaxvalue::bigint) / 2)::text], "
+	  . "ARRAY[(SELECT nodeid FROM pg_dist_node WHERE nodeport = " . $w1->port . "), "
+	  . "(SELECT nodeid FROM pg_dist_node WHERE nodeport = " . $w2->port . ")], 'block_writes') "
+	  . "FROM pg_dist_shard WHERE shardid = $sh",
+	'55000', 'splitting a shard holding queues');
+is(on($coord, "SELECT shard_id || ' ' || node_port FROM queue.citus_placement('$ta.orders')"), "$sh " . $w1->port,
+	'the shard stayed, whole');
 is(on($coord, "SELECT string_agg(body, ',' ORDER BY message_id) FROM queue.peek('$ta.orders', 100)"), $before,
 	'every message is there, reached through the coordinator');
 on($w1, "SELECT queue.purge('$ta.orders')");
