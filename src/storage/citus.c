@@ -36,7 +36,9 @@
 #include "access/table.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
+#include "catalog/pg_class.h"
 #include "catalog/pg_namespace.h"
+#include "miscadmin.h"
 #include "catalog/pg_type.h"
 #include "commands/extension.h"
 #include "common/hashfn.h"
@@ -127,6 +129,36 @@ queue_placement_of(PG_FUNCTION_ARGS)
 
 static void check_local(text *name, const char *argname, const char *of);
 
+/* The owner of a namespace (InvalidOid when it is gone). */
+static Oid
+get_namespace_owner(Oid ns)
+{
+	HeapTuple	tup = SearchSysCache1(NAMESPACEOID, ObjectIdGetDatum(ns));
+	Oid			owner = InvalidOid;
+
+	if (HeapTupleIsValid(tup))
+	{
+		owner = ((Form_pg_namespace) GETSTRUCT(tup))->nspowner;
+		ReleaseSysCache(tup);
+	}
+	return owner;
+}
+
+/* The owner of a relation (InvalidOid when it is gone). */
+static Oid
+get_rel_owner(Oid relid)
+{
+	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
+	Oid			owner = InvalidOid;
+
+	if (HeapTupleIsValid(tup))
+	{
+		owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+		ReleaseSysCache(tup);
+	}
+	return owner;
+}
+
 /* Whether the Citus library is loaded in this process (it defines citus.version). */
 static bool
 citus_loaded(void)
@@ -155,6 +187,16 @@ know_citus(void)
 	known_anchor = InvalidOid;
 	if (known_citus && OidIsValid(ns = get_namespace_oid("queue_citus", true)))
 		known_anchor = get_relname_relid("placements", ns);
+
+	/*
+	 * Only the anchor queue.citus_setup() made counts: a schema or table of
+	 * that name that another role made (before or instead) would otherwise
+	 * switch the guard on, or let its owner swap the anchor.
+	 */
+	if (OidIsValid(known_anchor) &&
+		!(superuser_arg(get_namespace_owner(ns)) &&
+		  superuser_arg(get_rel_owner(known_anchor))))
+		known_anchor = InvalidOid;
 	known_lxid = lxid;
 }
 

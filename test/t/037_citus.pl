@@ -269,6 +269,22 @@ is($coord->safe_psql('managed', "SELECT pg_relation_size('queue_data.q$lq') || '
 is($coord->safe_psql('managed', "SELECT string_agg(body, ' ' ORDER BY body) FROM queue.receive('lq', 10)"),
 	'm1 m2 m3 m4 m5', 'every message is received');
 
+# a role that makes a schema queue_citus with a table placements of its own
+# does not switch the guard on (nor make every call fail)
+$coord->safe_psql('managed', q(
+CREATE ROLE citus_squatter;
+GRANT CREATE ON DATABASE managed TO citus_squatter;
+SET ROLE citus_squatter;
+CREATE SCHEMA queue_citus;
+CREATE TABLE queue_citus.placements (placement_key text);
+RESET ROLE;
+));
+is($coord->safe_psql('managed', "SELECT count(*) FROM queue.send('lq', 'beside a squatter')"), '1',
+	'a queue_citus.placements that a non-superuser made is not the anchor');
+my ($sq_rc, $sq_out, $sq_err) = $coord->psql('managed', 'SELECT queue.citus_setup()');
+like($sq_err, qr/schema "queue_citus" is owned by role "citus_squatter", who is not a superuser/,
+	'queue.citus_setup() refuses that schema');
+
 # --- 5. The outbox and two-phase commit ------------------------------------
 
 on($coord, q(
