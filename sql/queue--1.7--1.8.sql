@@ -44,18 +44,22 @@ CREATE TYPE @extschema@.placement_key (
 	SEND = @extschema@._placement_key_send,
 	LIKE = pg_catalog.text
 );
+COMMENT ON FUNCTION @extschema@._placement_key_in(cstring) IS 'input of queue.placement_key (as text)';
+COMMENT ON FUNCTION @extschema@._placement_key_out(@extschema@.placement_key) IS 'output of queue.placement_key (as text)';
+COMMENT ON FUNCTION @extschema@._placement_key_recv(internal) IS 'binary input of queue.placement_key (as text)';
+COMMENT ON FUNCTION @extschema@._placement_key_send(@extschema@.placement_key) IS 'binary output of queue.placement_key (as text)';
 COMMENT ON TYPE @extschema@.placement_key IS
 	'a queue or topic name as Citus places it: hashed by its tenant key (the part before the first ".")';
 
-CREATE FUNCTION @extschema@._placement_key_eq(@extschema@.placement_key, @extschema@.placement_key)
+CREATE FUNCTION @extschema@.placement_key_eq(@extschema@.placement_key, @extschema@.placement_key)
 	RETURNS boolean LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
 	AS 'MODULE_PATHNAME', 'queue_placement_key_eq';
-COMMENT ON FUNCTION @extschema@._placement_key_eq(@extschema@.placement_key, @extschema@.placement_key) IS
+COMMENT ON FUNCTION @extschema@.placement_key_eq(@extschema@.placement_key, @extschema@.placement_key) IS
 	'equality of placement keys (byte-wise, as the names are)';
-CREATE FUNCTION @extschema@._placement_key_hash(@extschema@.placement_key)
+CREATE FUNCTION @extschema@.placement_key_hash(@extschema@.placement_key)
 	RETURNS integer LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
 	AS 'MODULE_PATHNAME', 'queue_placement_key_hash';
-COMMENT ON FUNCTION @extschema@._placement_key_hash(@extschema@.placement_key) IS
+COMMENT ON FUNCTION @extschema@.placement_key_hash(@extschema@.placement_key) IS
 	'the hash Citus places a queue by: that of its tenant key (the name up to its first ".")';
 CREATE FUNCTION @extschema@.placement_of(queue_name text)
 	RETURNS text LANGUAGE C IMMUTABLE PARALLEL SAFE
@@ -66,61 +70,64 @@ COMMENT ON FUNCTION @extschema@.placement_of(text) IS
 CREATE OPERATOR @extschema@.= (
 	LEFTARG = @extschema@.placement_key,
 	RIGHTARG = @extschema@.placement_key,
-	FUNCTION = @extschema@._placement_key_eq,
+	FUNCTION = @extschema@.placement_key_eq,
 	COMMUTATOR = OPERATOR(@extschema@.=),
 	HASHES
 );
 CREATE OPERATOR CLASS @extschema@.placement_key_ops
 	DEFAULT FOR TYPE @extschema@.placement_key USING hash AS
 	OPERATOR 1 @extschema@.= (@extschema@.placement_key, @extschema@.placement_key),
-	FUNCTION 1 @extschema@._placement_key_hash(@extschema@.placement_key);
+	FUNCTION 1 @extschema@.placement_key_hash(@extschema@.placement_key);
 CREATE CAST (text AS @extschema@.placement_key) WITHOUT FUNCTION AS ASSIGNMENT;
 /* ... and reads as text where queue's operators are not on the search path */
 CREATE CAST (@extschema@.placement_key AS text) WITHOUT FUNCTION AS IMPLICIT;
 
 /* Citus wants a btree opclass of a distribution column too: byte order. */
-CREATE FUNCTION @extschema@._placement_key_cmp(@extschema@.placement_key, @extschema@.placement_key)
+CREATE FUNCTION @extschema@.placement_key_cmp(@extschema@.placement_key, @extschema@.placement_key)
 	RETURNS integer LANGUAGE C IMMUTABLE STRICT PARALLEL SAFE
 	AS 'MODULE_PATHNAME', 'queue_placement_key_cmp';
-COMMENT ON FUNCTION @extschema@._placement_key_cmp(@extschema@.placement_key, @extschema@.placement_key) IS
+COMMENT ON FUNCTION @extschema@.placement_key_cmp(@extschema@.placement_key, @extschema@.placement_key) IS
 	'byte order of placement keys (btree support)';
-CREATE FUNCTION @extschema@._placement_key_lt(@extschema@.placement_key, @extschema@.placement_key)
+CREATE FUNCTION @extschema@.placement_key_lt(@extschema@.placement_key, @extschema@.placement_key)
 	RETURNS boolean LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-	RETURN @extschema@._placement_key_cmp($1, $2) OPERATOR(pg_catalog.<) 0;
-CREATE FUNCTION @extschema@._placement_key_le(@extschema@.placement_key, @extschema@.placement_key)
+	RETURN @extschema@.placement_key_cmp($1, $2) OPERATOR(pg_catalog.<) 0;
+CREATE FUNCTION @extschema@.placement_key_le(@extschema@.placement_key, @extschema@.placement_key)
 	RETURNS boolean LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-	RETURN @extschema@._placement_key_cmp($1, $2) OPERATOR(pg_catalog.<=) 0;
-CREATE FUNCTION @extschema@._placement_key_ge(@extschema@.placement_key, @extschema@.placement_key)
+	RETURN @extschema@.placement_key_cmp($1, $2) OPERATOR(pg_catalog.<=) 0;
+CREATE FUNCTION @extschema@.placement_key_ge(@extschema@.placement_key, @extschema@.placement_key)
 	RETURNS boolean LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-	RETURN @extschema@._placement_key_cmp($1, $2) OPERATOR(pg_catalog.>=) 0;
-CREATE FUNCTION @extschema@._placement_key_gt(@extschema@.placement_key, @extschema@.placement_key)
+	RETURN @extschema@.placement_key_cmp($1, $2) OPERATOR(pg_catalog.>=) 0;
+CREATE FUNCTION @extschema@.placement_key_gt(@extschema@.placement_key, @extschema@.placement_key)
 	RETURNS boolean LANGUAGE sql IMMUTABLE STRICT PARALLEL SAFE
-	RETURN @extschema@._placement_key_cmp($1, $2) OPERATOR(pg_catalog.>) 0;
-COMMENT ON FUNCTION @extschema@._placement_key_lt(@extschema@.placement_key, @extschema@.placement_key) IS 'btree support';
-COMMENT ON FUNCTION @extschema@._placement_key_le(@extschema@.placement_key, @extschema@.placement_key) IS 'btree support';
-COMMENT ON FUNCTION @extschema@._placement_key_ge(@extschema@.placement_key, @extschema@.placement_key) IS 'btree support';
-COMMENT ON FUNCTION @extschema@._placement_key_gt(@extschema@.placement_key, @extschema@.placement_key) IS 'btree support';
+	RETURN @extschema@.placement_key_cmp($1, $2) OPERATOR(pg_catalog.>) 0;
+COMMENT ON FUNCTION @extschema@.placement_key_lt(@extschema@.placement_key, @extschema@.placement_key) IS 'placement key < (byte order)';
+COMMENT ON FUNCTION @extschema@.placement_key_le(@extschema@.placement_key, @extschema@.placement_key) IS 'placement key <= (byte order)';
+COMMENT ON FUNCTION @extschema@.placement_key_ge(@extschema@.placement_key, @extschema@.placement_key) IS 'placement key >= (byte order)';
+COMMENT ON FUNCTION @extschema@.placement_key_gt(@extschema@.placement_key, @extschema@.placement_key) IS 'placement key > (byte order)';
 CREATE OPERATOR @extschema@.< (LEFTARG = @extschema@.placement_key, RIGHTARG = @extschema@.placement_key,
-	FUNCTION = @extschema@._placement_key_lt);
+	FUNCTION = @extschema@.placement_key_lt);
 CREATE OPERATOR @extschema@.<= (LEFTARG = @extschema@.placement_key, RIGHTARG = @extschema@.placement_key,
-	FUNCTION = @extschema@._placement_key_le);
+	FUNCTION = @extschema@.placement_key_le);
 CREATE OPERATOR @extschema@.>= (LEFTARG = @extschema@.placement_key, RIGHTARG = @extschema@.placement_key,
-	FUNCTION = @extschema@._placement_key_ge);
+	FUNCTION = @extschema@.placement_key_ge);
 CREATE OPERATOR @extschema@.> (LEFTARG = @extschema@.placement_key, RIGHTARG = @extschema@.placement_key,
-	FUNCTION = @extschema@._placement_key_gt);
+	FUNCTION = @extschema@.placement_key_gt);
 CREATE OPERATOR CLASS @extschema@.placement_key_btree_ops
 	DEFAULT FOR TYPE @extschema@.placement_key USING btree AS
 	OPERATOR 1 @extschema@.<, OPERATOR 2 @extschema@.<=, OPERATOR 3 @extschema@.=,
 	OPERATOR 4 @extschema@.>=, OPERATOR 5 @extschema@.>,
-	FUNCTION 1 @extschema@._placement_key_cmp(@extschema@.placement_key, @extschema@.placement_key);
+	FUNCTION 1 @extschema@.placement_key_cmp(@extschema@.placement_key, @extschema@.placement_key);
 
-REVOKE ALL ON FUNCTION @extschema@._placement_key_eq(@extschema@.placement_key, @extschema@.placement_key),
-	@extschema@._placement_key_hash(@extschema@.placement_key),
-	@extschema@._placement_key_cmp(@extschema@.placement_key, @extschema@.placement_key),
-	@extschema@._placement_key_lt(@extschema@.placement_key, @extschema@.placement_key),
-	@extschema@._placement_key_le(@extschema@.placement_key, @extschema@.placement_key),
-	@extschema@._placement_key_ge(@extschema@.placement_key, @extschema@.placement_key),
-	@extschema@._placement_key_gt(@extschema@.placement_key, @extschema@.placement_key) FROM PUBLIC;
+/*
+ * The comparison and hash functions are pure and open to every role with
+ * USAGE on the schema (an application's queries compare its tenant
+ * column); the I/O functions are not (a type's I/O is called without a
+ * privilege check).
+ */
+REVOKE ALL ON FUNCTION @extschema@._placement_key_in(cstring),
+	@extschema@._placement_key_out(@extschema@.placement_key),
+	@extschema@._placement_key_recv(internal),
+	@extschema@._placement_key_send(@extschema@.placement_key) FROM PUBLIC;
 
 /*
  * queue.citus_setup(): the one call that sets a Citus cluster up, on its
@@ -196,7 +203,7 @@ BEGIN
 					ELSE (p.proargnames)[1] END AS arg
 		FROM pg_catalog.pg_proc p
 		WHERE p.pronamespace OPERATOR(pg_catalog.=) 'queue'::pg_catalog.regnamespace
-		  AND p.proname !~ '^(_|citus_)'
+		  AND p.proname !~ '^(_|citus_|placement_)'
 		  AND ((p.proargnames)[1] IN ('queue_name', 'topic_name', 'source_queue')
 			   OR p.proname OPERATOR(pg_catalog.=) 'create_consumer')
 		  AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_object d

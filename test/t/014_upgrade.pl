@@ -403,8 +403,8 @@ is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.8', 'u
 is(sql($peek), $before_peek, '1.8: every message unchanged, in delivery order');
 is(sql(q(
 SELECT queue.placement_of('acme.orders') || ' ' || queue.placement_of('orders');
-SELECT queue._placement_key_hash('acme.orders') = queue._placement_key_hash('acme.dlq')
-	AND queue._placement_key_hash('acme') <> queue._placement_key_hash('acne');
+SELECT queue.placement_key_hash('acme.orders') = queue.placement_key_hash('acme.dlq')
+	AND queue.placement_key_hash('acme') <> queue.placement_key_hash('acne');
 SELECT count(*) FROM queue.citus_placement('up_std');
 SELECT count(*) FROM queue.send('up_std', 'sent at 1.8');
 )), "acme orders

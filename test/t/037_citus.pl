@@ -103,7 +103,12 @@ sub fails_with
 # --- 1. Set-up and placement -----------------------------------------------
 
 my $distributed = on($coord, 'SELECT queue.citus_setup()');
-cmp_ok($distributed, '>', 30, "queue.citus_setup() distributed the anchor and the API ($distributed objects)");
+cmp_ok($distributed, '>=', 25, "queue.citus_setup() distributed the anchor and the API ($distributed objects)");
+is(on($coord, "SELECT count(*) + 1 FROM pg_dist_object WHERE classid = 'pg_proc'::regclass AND colocationid IS NOT NULL"),
+	$distributed, '... every function it counted is colocated with the anchor');
+is(on($w2, "SELECT count(*) FROM pg_dist_object d JOIN pg_proc p ON p.oid = d.objid WHERE d.classid = 'pg_proc'::regclass "
+	  . "AND p.proname IN ('send', 'receive', 'create', 'publish', 'create_consumer') AND d.force_delegation"),
+	'7', '... and the workers know it (send, receive, create, publish and create_consumer among them)');
 {
 	my ($out, $err) = ('', '');
 	$coord->psql('postgres', 'SELECT queue.citus_setup()', stdout => \$out, stderr => \$err);
