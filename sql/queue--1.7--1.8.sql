@@ -136,7 +136,10 @@ REVOKE ALL ON FUNCTION @extschema@._placement_key_in(cstring),
  * nothing and says so.  Returns how many functions it distributed now.
  *
  * Each API function whose placement argument is a queue's or topic's name
- * is distributed colocated with the anchor, with force_delegation, so a
+ * (create_consumer: its queue's), or a consumer's (drop_consumer,
+ * pause_consumer, resume_consumer: a consumer's name is placed as a queue's
+ * and must share its queue's node), is distributed colocated with the
+ * anchor, with force_delegation, so a
  * call is run by the node that holds the name's shard, inside the caller's
  * transaction.  A call Citus does not delegate runs where it was made and
  * is refused there by the wrong-node guard (src/storage/citus.c) unless
@@ -204,8 +207,7 @@ BEGIN
 		FROM pg_catalog.pg_proc p
 		WHERE p.pronamespace OPERATOR(pg_catalog.=) 'queue'::pg_catalog.regnamespace
 		  AND p.proname !~ '^(_|citus_|placement_)'
-		  AND ((p.proargnames)[1] IN ('queue_name', 'topic_name', 'source_queue')
-			   OR p.proname OPERATOR(pg_catalog.=) 'create_consumer')
+		  AND ((p.proargnames)[1] IN ('queue_name', 'topic_name', 'source_queue', 'consumer_name'))
 		  AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_object d
 						  WHERE d.classid OPERATOR(pg_catalog.=) 'pg_catalog.pg_proc'::pg_catalog.regclass
 							AND d.objid OPERATOR(pg_catalog.=) p.oid

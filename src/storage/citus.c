@@ -264,10 +264,11 @@ check_local(text *name, const char *argname, const char *of)
 		if (of != NULL)
 			ereport(ERROR,
 					(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
-					 errmsg("queue \"%s\" (argument \"%s\") is placed on another node of the Citus cluster (%s:%s) than \"%s\"",
+					 errmsg("%s \"%s\" (argument \"%s\") is placed on another node of the Citus cluster (%s:%s) than \"%s\"",
+							strcmp(argname, "consumer_name") == 0 ? "consumer" : "queue",
 							qname, argname, node, port, of),
-					 errdetail("A queue's dead-letter queue, redrive destination and topic "
-							   "subscriptions must be on its node."),
+					 errdetail("A queue's dead-letter queue, redrive destination, topic "
+							   "subscriptions and consumers (placed by their names) must be on its node."),
 					 errhint("Give them the same tenant key, the part of the name before its "
 							 "first \".\" (queue.placement_of), e.g. \"%s.%s\".",
 							 text_to_cstring(DatumGetTextPP(DirectFunctionCall1(queue_placement_of,
@@ -276,7 +277,8 @@ check_local(text *name, const char *argname, const char *of)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("%s \"%s\" is placed on another node of the Citus cluster (%s:%s)",
-						strcmp(argname, "topic_name") == 0 ? "topic" : "queue",
+						strcmp(argname, "topic_name") == 0 ? "topic" :
+						strcmp(argname, "consumer_name") == 0 ? "consumer" : "queue",
 						qname, node, port),
 				 errdetail("This call ran on this node because Citus did not delegate it "
 						   "to the node of \"%s\": a call inside a query over rows or a CTE, "
@@ -398,16 +400,24 @@ queue_citus_check_call(FunctionCallInfo fcinfo)
 			(strcmp(names[i], "queue_name") == 0 || strcmp(names[i], "topic_name") == 0 ||
 			 strcmp(names[i], "source_queue") == 0))
 			arg = i;
+	/* drop_consumer, pause_consumer, resume_consumer: by the consumer's name */
+	for (int i = 0; names != NULL && i < nargs && arg < 0; i++)
+		if (types[i] == TEXTOID && names[i] != NULL && strcmp(names[i], "consumer_name") == 0)
+			arg = i;
 	if (arg < 0 || arg >= fcinfo->nargs || PG_ARGISNULL(arg))
 		return;
 	check_local(PG_GETARG_TEXT_PP(arg), names[arg], NULL);
 
-	/* the queues that must share its node */
+	/*
+	 * The queues that must share its node, and a new consumer's name (its
+	 * later calls are placed by it)
+	 */
 	for (int i = 0; i < nargs && i < fcinfo->nargs; i++)
 		if (i != arg && types[i] == TEXTOID && names[i] != NULL && !PG_ARGISNULL(i) &&
 			(strcmp(names[i], "queue_name") == 0 ||
 			 strcmp(names[i], "dead_letter_queue") == 0 ||
-			 strcmp(names[i], "destination_queue") == 0))
+			 strcmp(names[i], "destination_queue") == 0 ||
+			 strcmp(names[i], "consumer_name") == 0))
 			check_local(PG_GETARG_TEXT_PP(i), names[i],
 						text_to_cstring(PG_GETARG_TEXT_PP(arg)));
 }

@@ -373,7 +373,17 @@ ok($w1->poll_query_until('postgres', "SELECT count(*) = 1 FROM handled WHERE bod
 	'the node\'s consumer process handles a message sent from the other worker');
 ok($w1->poll_query_until('postgres', "SELECT count(*) = 0 FROM queue.peek('$ta.pushed')"),
 	'... and deletes it');
-on($w1, "SELECT queue.drop_consumer('$ta.pusher')");
+on($w2, "SELECT queue.pause_consumer('$ta.pusher')");
+is(on($w1, "SELECT state FROM queue.consumers WHERE consumer_name = '$ta.pusher'"), 'paused',
+	'pause_consumer from the other worker reaches the consumer (placed by its name, as a queue)');
+on($coord, "SELECT queue.resume_consumer('$ta.pusher')");
+isnt(on($w1, "SELECT state FROM queue.consumers WHERE consumer_name = '$ta.pusher'"), 'paused',
+	'resume_consumer through the coordinator');
+$err = fails_with($coord, "SELECT queue.create_consumer('$tb.pusher', '$ta.pushed', 'handle(queue.message[])')",
+	'55000', 'a consumer whose name is placed on another node than its queue');
+like($err, qr/consumer "\Q$tb.pusher\E" \(argument "consumer_name"\)/, '... names it');
+is(on($coord, "SELECT queue.drop_consumer('$ta.pusher')"), 't', 'drop_consumer through the coordinator');
+is(on($w1, 'SELECT count(*) FROM queue.consumers'), '0', '... dropped it on the node');
 
 # --- 7. Moves of the anchor's shards are refused; nothing is lost -----------
 
@@ -483,7 +493,9 @@ my $lout = PostgreSQL::Test::Utils::slurp_file($acks);
 my @acked = $lout =~ /^acked (\d+)$/mg;
 $w1->start;
 my %there = map { $_ => 1 } split /\n/,
-  on($w1, "SELECT message_id FROM queue.peek('$ta.orders', 1000)");
+  on($w1, "SELECT message_id FROM queue.peek('$ta.orders', 5000)");
+is(on($w1, "SELECT count(*) - count(DISTINCT body) FROM queue.peek('$ta.orders', 5000)"), '0',
+	'no send is there twice');
 my @lost = grep { !$there{$_} } @acked;
 ok(@acked >= 100 && @acked < 2000, scalar(@acked) . ' sends acknowledged before the kill, the rest failed');
 is(scalar(@lost), 0, 'every acknowledged send is there after the restart') or diag("lost: @lost");
