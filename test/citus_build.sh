@@ -65,6 +65,16 @@ fi
 
 [ -f "$TARBALL" ] || die "no $TARBALL (the shared vendor folder beside the clone)"
 
+# One build at a time: a second run waits for the first, then finds Citus
+# installed.
+mkdir -p "$CACHE"
+exec 9>"$CACHE/.lock"
+flock 9
+if installed; then
+	say "Citus $VERSION is installed in $PKGLIB"
+	exit 0
+fi
+
 # 1. Build packages.
 pkgs=()
 for p in libcurl4-openssl-dev liblz4-dev libzstd-dev libkrb5-dev autoconf; do
