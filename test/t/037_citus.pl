@@ -423,6 +423,14 @@ is(on($coord, "SELECT delivered FROM queue.publish('$ta.events', 'published')") 
 	'1 1', 'a publish from the coordinator and from the other worker delivers');
 is(on($w1, "SELECT string_agg(body, ',' ORDER BY message_id) FROM queue.peek('$ta.orders')"),
 	'published,published from w2', '... on the node');
+is(on($coord, "SELECT sum(delivered) FROM queue.publish_batch('$ta.events', ARRAY['b1', 'b2'])"), '2',
+	'publish_batch through the coordinator');
+on($w2, "SELECT queue.grant_topic('$ta.events', 'citus_app', '{publish}')");
+on($coord, "SELECT queue.revoke_topic('$ta.events', 'citus_app', '{publish}')");
+is(on($w2, "SELECT queue.unsubscribe('$ta.events', '$ta.orders')"), 't', 'unsubscribe from the other worker');
+is(on($coord, "SELECT delivered FROM queue.publish('$ta.events', 'to nobody')"), '0', '... and the topic delivers to nobody');
+is(on($w2, "SELECT queue.drop_topic('$ta.events')"), 't', 'drop_topic from the other worker');
+is(on($w1, "SELECT count(*) FROM queue.topics"), '0', '... dropped it on the node');
 on($w1, "SELECT queue.purge('$ta.orders')");
 
 # cluster-wide views, read on the coordinator
