@@ -21,6 +21,12 @@
 # instead and installs no PostgreSQL package: a missing one is for
 # test/build_pg.sh to build.
 #
+# Then it builds Citus 13.2.2 into that PostgreSQL when it is not there yet
+# (test/citus_build.sh: once, cached in /var/cache/queue-citus, about 5
+# minutes on 2 cores), for test/t/037_citus.pl.  A build that cannot run
+# (not root and packages missing, no ../shared/vendor tarball) is reported
+# and 037 skips, except in CI (CI=true), where it fails the set-up.
+#
 # Last, it installs node-postgres into examples/node/node_modules and the
 # AWS SDK, sqs-consumer and sqs-producer into examples/sqs/node/node_modules (npm ci,
 # from package-lock.json) when it is not there yet.
@@ -123,6 +129,21 @@ npm_examples() {
 	return $rc
 }
 
+# Citus for 037_citus (test/citus_build.sh says how); see the header.
+citus_for_tests() {
+	local here
+	here=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+	if PG_CONFIG="$PG_CONFIG" bash "$here/citus_build.sh" </dev/null; then
+		return 0
+	fi
+	if [ "${CI:-}" = true ]; then
+		echo "setup: building Citus failed: 037_citus cannot run" >&2
+		return 1
+	fi
+	echo "setup: warning: Citus could not be built: 037_citus will be skipped" >&2
+	return 0
+}
+
 need_cc=0
 if ! command -v cc >/dev/null 2>&1 || ! command -v make >/dev/null 2>&1; then
 	need_cc=1
@@ -130,6 +151,7 @@ if ! command -v cc >/dev/null 2>&1 || ! command -v make >/dev/null 2>&1; then
 fi
 
 if [ ${#missing[@]} -eq 0 ]; then
+	citus_for_tests || exit 1
 	npm_examples
 	exit
 fi
@@ -196,5 +218,6 @@ if [ ${#still[@]} -ne 0 ]; then
 	echo "setup: still missing after install: ${still[*]}" >&2
 	exit 1
 fi
+citus_for_tests || exit 1
 npm_examples || exit 1
 echo "setup: done"

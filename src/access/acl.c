@@ -390,6 +390,7 @@ queue_admin_call(PG_FUNCTION_ARGS)
 	caller_search_path_lxid = QueueMyLocalXid();
 	queue_enter(&call);
 	SPI_connect();
+	queue_citus_check_call(fcinfo); /* storage/citus.c */
 	if (ac == NULL && admin_plans != NULL)
 	{
 		AdminPlan  *ap = hash_search(admin_plans, &fcinfo->flinfo->fn_oid, HASH_FIND, NULL);
@@ -478,6 +479,7 @@ queue_open(QueueCall *call, text *name, QueuePriv priv)
 
 	queue_enter(call);
 	SPI_connect();
+	queue_citus_check_local(name, "queue_name");	/* storage/citus.c */
 	q = queue_lookup(name);
 	queue_check_privilege(q, call->caller, priv);
 	return q;

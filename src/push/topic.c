@@ -392,6 +392,7 @@ queue_publish(PG_FUNCTION_ARGS)
 
 	queue_enter(&call);
 	SPI_connect();
+	queue_citus_check_call(fcinfo); /* storage/citus.c */
 	t = queue_topic_lookup(PG_GETARG_TEXT_PP(0));
 	check_publish(t, call.caller);
 	publish(t, 1, &p, fcinfo, !PG_ARGISNULL(PUBLISH_DELAY_ARG), delay, false);
@@ -469,6 +470,7 @@ queue_publish_batch(PG_FUNCTION_ARGS)
 
 	queue_enter(&call);
 	SPI_connect();
+	queue_citus_check_call(fcinfo); /* storage/citus.c */
 	t = queue_topic_lookup(PG_GETARG_TEXT_PP(0));
 	check_publish(t, call.caller);
 	publish(t, n, pubs, fcinfo, false, 0, true);

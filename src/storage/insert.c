@@ -139,7 +139,8 @@ relation_is_direct(Relation rel)
 		!rel->rd_rel->relrowsecurity &&
 		rel->trigdesc == NULL &&
 		rel->rd_rules == NULL &&
-		(constr == NULL || constr->num_check == 0);
+		(constr == NULL || constr->num_check == 0) &&
+		!queue_citus_manages(rel);	/* Citus routes a statement (citus.c) */
 }
 
 /*

@@ -10,6 +10,7 @@
  *	              by direct inserts
  *	  catalog.c   the per-backend cache of the registry, table lookups, queue locks
  *	  plans.c     the statements of the hot path, prepared once per queue and kept
+ *	  citus.c     a Citus cluster: placement keys, the wrong-node guard, tables Citus manages
  *
  * May call: common/.  Nothing here includes or calls a folder above
  * it (the layers, bottom to top: common, storage, access, state, fifo,
@@ -189,5 +190,11 @@ extern void queue_insert_messages(QueueMeta *q, const SendBatch *b,
 extern void queue_dedup_claim(QueueMeta *q, int n, Datum *scope_keys,
 							  Datum *dedup_ids, TimestampTz now,
 							  int64 *message_ids, bool *duplicate);
+
+/* citus.c: a Citus cluster (docs/citus.md); nothing without Citus */
+extern void queue_citus_check_local(text *name, const char *argname);
+extern bool queue_citus_manages(Relation rel);
+extern void queue_citus_check_call(FunctionCallInfo fcinfo);
+extern void queue_citus_utility(Node *stmt);
 
 #endif							/* QUEUE_STORAGE_H */

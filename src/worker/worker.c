@@ -405,6 +405,7 @@ queue_utility_hook(PlannedStmt *pstmt, const char *queryString,
 			 ((RenameStmt *) stmt)->renameType == OBJECT_DATABASE)
 		stop_worker_of(((RenameStmt *) stmt)->subname);
 	queue_role_refs_utility(stmt, false);
+	queue_citus_utility(stmt);	/* storage/citus.c: the anchor's shards stay */
 
 	if (prev_utility_hook)
 		prev_utility_hook(pstmt, queryString, readOnlyTree, context, params,

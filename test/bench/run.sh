@@ -52,7 +52,10 @@
 #  9. fair queues (test/bench/fair.sh; FAIR=0 skips it): the cycle with
 #     1,000 tenants against none, the quiet tenants' dwell beside a noisy
 #     backlog, and the most in flight seen under max_in_flight_per_group
-# 10. a held snapshot (test/bench/bloat.sh; BLOAT=0 skips it, and QUICK=1
+# 10. Citus (test/bench/citus.sh; CITUS=0 skips it, as does a PostgreSQL
+#     without Citus): the full cycle through a coordinator, through the
+#     queue's own worker, and on this plain node, in the same run
+# 11. a held snapshot (test/bench/bloat.sh; BLOAT=0 skips it, and QUICK=1
 #     does): BLOAT_RATE sends/s and BLOAT_CONSUMERS consumers for a clean
 #     phase, one with a REPEATABLE READ transaction held open, and one after,
 #     on the floor (idx), the extension's standard and FIFO queues in both
@@ -685,7 +688,14 @@ if [ "$EXT" = 1 ] && [ "${FAIR:-1}" = 1 ]; then
 	. "$HERE/fair.sh"
 fi
 
-# --- 10. a held snapshot --------------------------------------------------------------
+# --- 10. Citus ------------------------------------------------------------------------
+
+if [ "$EXT" = 1 ] && [ "${CITUS:-1}" = 1 ]; then
+	# shellcheck source=citus.sh
+	. "$HERE/citus.sh"
+fi
+
+# --- 11. a held snapshot --------------------------------------------------------------
 
 if [ "$EXT" = 1 ] && [ "${BLOAT:-1}" = 1 ] && [ "$QUICK" != 1 ]; then
 	# shellcheck source=bloat.sh

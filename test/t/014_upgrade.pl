@@ -397,14 +397,36 @@ SELECT count(*) FROM queue._sqs_attributes;
 )), "t\n0\n1\nt\nt\n0",
 	'1.7: message ids map to UUIDs and back; queue._sqs_attributes is dumped and goes with its queue');
 
+# 1.7 -> 1.8: queues on a Citus cluster (issue 37).  Nothing changes without
+# Citus: every message is there, the API works as before, the placement
+# type hashes a name by its tenant key, and queue.citus_setup() says Citus
+# is missing (55000) instead of doing anything.
+$before_peek = sql($peek);
+sql("ALTER EXTENSION queue UPDATE TO '1.8'");
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.8', 'updated to 1.8');
+is(sql($peek), $before_peek, '1.8: every message unchanged, in delivery order');
+is(sql(q(
+SELECT queue.placement_of('acme.orders') || ' ' || queue.placement_of('orders');
+SELECT queue.placement_key_hash('acme.orders') = queue.placement_key_hash('acme.dlq')
+	AND queue.placement_key_hash('acme') <> queue.placement_key_hash('acne');
+SELECT count(*) FROM queue.citus_placement('up_std');
+SELECT count(*) FROM queue.send('up_std', 'sent at 1.8');
+)), "acme orders
+t
+0
+1", '1.8: tenant keys and their hash; no placement without Citus; sends work');
+($rc, $out, $err) = $node->psql('old', 'SELECT queue.citus_setup()');
+like($err, qr/extension "citus" is not installed/, '1.8: queue.citus_setup() without Citus says so');
+is(sql("SELECT count(*) FROM pg_namespace WHERE nspname = 'queue_citus'"), '0', '... and makes nothing');
+
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
 $node->safe_psql('fresh', q(
 CREATE EXTENSION queue;
 GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
 ));
-is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.7',
-	'a fresh install is 1.7');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.8',
+	'a fresh install is 1.8');
 sub schema_dump
 {
 	my ($db) = @_;
@@ -456,7 +478,7 @@ like($err, qr/schema "queue" is owned by role "up_squatter", who is not a superu
 is($node->safe_psql('squatted', "SELECT count(*) FROM pg_extension WHERE extname = 'queue'"), '0',
 	'and installs nothing');
 $node->safe_psql('squatted', 'DROP SCHEMA queue; CREATE SCHEMA queue; CREATE EXTENSION queue');
-is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.7',
+is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.8',
 	'a schema queue that a superuser made is used');
 
 $node->stop;

@@ -30,6 +30,9 @@
 #       DEFAULT clauses and RETURNS are not compared
 #   <!-- doc-test: skip REASON -->          not run (only where running is
 #       impossible on a test cluster); counted and printed
+#   <!-- doc-test: citus -->                needs a Citus cluster: not run
+#       here; 037_citus runs it on one (run_citus_blocks), and
+#   <!-- doc-test: citus expect-error 55000 --> there it must fail so
 #
 # Blocks fenced ``` without "sql" (postgresql.conf lines, shell, output) are
 # not run.  run_page prints, and returns, how many blocks ran, how many were
@@ -90,6 +93,10 @@ sub blocks
 				elsif ($directive =~ /^skip\s+(\S.*)$/)
 				{
 					($kind, $arg) = ('skip', $1);
+				}
+				elsif ($directive =~ /^citus(?:\s+expect-error\s+([0-9A-Z]{5}))?$/)
+				{
+					($kind, $arg) = ('citus', $1);
 				}
 				else
 				{
@@ -185,7 +192,7 @@ sub run_page
 	my $prefix = $opt{prefix} // 'doc';
 	my %keep = map { $_ => 1 } @{ $opt{keep} // [] };
 	my @blocks = blocks($path, $name);
-	my %result = (ran => 0, skipped => 0, signatures => 0, db => {});
+	my %result = (ran => 0, skipped => 0, signatures => 0, citus => 0, db => {});
 
 	my $roles_before = $node->safe_psql('postgres',
 		"SELECT coalesce(max(oid::int8), 0) FROM pg_roles");
@@ -212,6 +219,11 @@ sub run_page
 			{
 				note("$what skipped: $b->{arg}");
 				$result{skipped}++;
+				next;
+			}
+			if ($b->{kind} eq 'citus')
+			{
+				$result{citus}++;    # 037_citus runs these on a cluster
 				next;
 			}
 			if ($b->{kind} eq 'signature')
@@ -274,10 +286,44 @@ sub run_page
 	}
 
 	my $summary = "$name: $result{ran} blocks ran, $result{skipped} skipped"
-	  . ($result{signatures} ? ", $result{signatures} signature blocks checked" : '');
+	  . ($result{signatures} ? ", $result{signatures} signature blocks checked" : '')
+	  . ($result{citus} ? ", $result{citus} for a Citus cluster (037_citus)" : '');
 	diag($summary);
 	ok($result{skipped} <= $result{ran}, "$summary (no more skipped than ran)");
 	return \%result;
+}
+
+# The blocks a page marks "citus", run in order, as written, in database
+# $db of a Citus cluster's coordinator (037_citus); returns how many ran.
+sub run_citus_blocks
+{
+	my ($node, $path, $db, %opt) = @_;
+	my $name = $opt{name} // $path;
+	my $ran = 0;
+	for my $b (grep { $_->{kind} eq 'citus' } blocks($path, $name))
+	{
+		my $what = "$name line $b->{line} ($b->{section})";
+		my ($out, $err) = ('', '');
+		my $rc = $node->psql(
+			$db, $b->{sql},
+			stdout => \$out,
+			stderr => \$err,
+			extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+		note("$what printed:\n$out") if $out ne '';
+		if (defined $b->{arg})
+		{
+			ok($rc == 3 && $err =~ /ERROR:\s+\Q$b->{arg}\E:/,
+				"$what fails with $b->{arg} on the cluster, as the page says")
+			  or diag("exit $rc\n$err");
+		}
+		else
+		{
+			ok($rc == 0 && $err !~ /ERROR:/, "$what runs as written on the cluster")
+			  or diag("exit $rc\n$err");
+		}
+		$ran++;
+	}
+	return $ran;
 }
 
 # GitHub's anchor of a heading: lower case, punctuation but - and _ dropped,
