@@ -254,7 +254,7 @@ queue_ready_from(int64 queue_id, int64 key, TimestampTz now, void **cache,
 		e->ready_gen++;
 		e->ready_checked = now;
 	}
-	else if (now - e->ready_checked > READY_RECHECK || now < e->ready_checked)
+	else if (now - e->ready_checked > READY_RECHECK)
 		e->ready_checked = now; /* this one from the start */
 	else
 		from = e->ready_from;

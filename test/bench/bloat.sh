@@ -1,5 +1,5 @@
 # shellcheck shell=bash
-# test/bench/bloat.sh - section 10 of run.sh (sourced), or alone on a
+# test/bench/bloat.sh - section 11 of run.sh (sourced), or alone on a
 # throwaway cluster of its own (lib.sh's), as `make bench` never does:
 #
 #   PG_CONFIG=... bash test/bench/bloat.sh
@@ -230,28 +230,9 @@ bloat_main() {
 }
 
 if [ -z "${PSQL+x}" ] || [ "${#PSQL[@]}" = 0 ]; then
-	set -euo pipefail
 	HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-	PG_CONFIG=${PG_CONFIG:-pg_config}
-	BINDIR=$("$PG_CONFIG" --bindir)
-	PKGLIBDIR=$("$PG_CONFIG" --pkglibdir)
-	BODY=$(head -c 100 /dev/zero | tr '\0' 'x')
-	QUEUE=bench
-	BENCH_FLOOR_ONLY=0
-	BENCH_KEEP=${BENCH_KEEP:-0}
-	CHECKS_FAILED=0
 	SQS=0
-	T_START=$(date +%s)
-	el() { echo "[t+$(( $(date +%s) - T_START ))s]"; }
-	# shellcheck source=lib.sh
-	. "$HERE/lib.sh"
-	start_cluster
-	psql_init
-	make_scripts
-	"${PSQL[@]}" -c 'CREATE EXTENSION queue'
-	echo "machine:    $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%Y-%m-%d %H:%M UTC')"
-	echo "source:     $(git -C "$HERE" describe --always --dirty 2>/dev/null || echo unknown)"
-	bloat_main
-else
-	bloat_main
+	# shellcheck source=alone.sh
+	. "$HERE/alone.sh"
 fi
+bloat_main

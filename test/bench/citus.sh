@@ -25,23 +25,10 @@ CITUS_SYNC=${CITUS_SYNC:-off}
 
 if [ -z "${BENCH_DIR:-}" ]; then
 	# alone: the plain node and the helpers of run.sh
-	set -euo pipefail
 	HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-	PG_CONFIG=${PG_CONFIG:-pg_config}
-	BINDIR=$("$PG_CONFIG" --bindir)
-	PKGLIBDIR=$("$PG_CONFIG" --pkglibdir)
-	BENCH_FLOOR_ONLY=0
-	BENCH_KEEP=${BENCH_KEEP:-0}
-	QUEUE=bench
-	BODY=$(head -c 100 /dev/zero | tr '\0' 'x')
-	T_START=$(date +%s)
-	el() { echo "[t+$(($(date +%s) - T_START))s]"; }
 	SQS=0
-	# shellcheck source=lib.sh
-	. "$HERE/lib.sh"
-	start_cluster
-	psql_init
-	"${PSQL[@]}" -c 'CREATE EXTENSION queue' >/dev/null
+	# shellcheck source=alone.sh
+	. "$HERE/alone.sh"
 fi
 
 echo "== citus $(el)"

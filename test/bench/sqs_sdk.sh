@@ -74,26 +74,11 @@ sqs_sdk_main() {
 
 if [ "${BASH_SOURCE[0]}" = "$0" ]; then
 	# alone: a throwaway cluster of lib.sh's, with the endpoint
-	set -euo pipefail
 	HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
-	PG_CONFIG=${PG_CONFIG:-pg_config}
-	BINDIR=$("$PG_CONFIG" --bindir)
-	PKGLIBDIR=$("$PG_CONFIG" --pkglibdir)
 	if [ "${QUICK:-0}" = 1 ]; then RUNS=${RUNS:-1}; SECS=${SECS:-2}; else RUNS=${RUNS:-3}; SECS=${SECS:-5}; fi
 	PREFILL=${PREFILL:-1000}
-	BODY=$(head -c 100 /dev/zero | tr '\0' 'x')
-	QUEUE=bench
-	BENCH_FLOOR_ONLY=0
-	BENCH_KEEP=${BENCH_KEEP:-0}
-	T_START=$(date +%s)
-	el() { echo "[t+$(( $(date +%s) - T_START ))s]"; }
-	# shellcheck source=lib.sh
-	. "$HERE/lib.sh"
-	start_cluster
-	psql_init
-	make_scripts
-	"${PSQL[@]}" -c 'CREATE EXTENSION queue'
-	echo "machine:    $(nproc) cores, load $(cut -d' ' -f1-3 /proc/loadavg); $(date -u '+%Y-%m-%d %H:%M UTC')"
+	# shellcheck source=alone.sh
+	. "$HERE/alone.sh"
 	echo "runs:       median of $RUNS x ${SECS}s; queue.sqs_workers = $(psql_val 'SHOW queue.sqs_workers'); synchronous_commit on"
 	for _ in $(seq 1 100); do
 		(exec 3<>"/dev/tcp/127.0.0.1/$SQS_PORT") 2>/dev/null && break
