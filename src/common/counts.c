@@ -54,6 +54,8 @@ typedef struct PendingQueue
 	uint32		tenants;		/* QUEUE_TENANTS_* its sends carried */
 	TimestampTz commit_floor;	/* the ready bound's lowering at commit ... */
 	TimestampTz abort_floor;	/* ... and at abort (READY_NONE: none) */
+	bool		named;			/* names the queue to its worker at commit (not
+								 * a ready bound's note alone) */
 } PendingQueue;
 
 #define READY_NONE	QUEUE_READY_NONE
@@ -68,6 +70,7 @@ static char prepare_gid[GIDSIZE];
 static bool prepare_named = false;
 
 static void register_callbacks(void);
+static PendingQueue *pending_find(int64 queue_id);
 static PendingQueue *pending_entry(int64 queue_id);
 
 /* The wait slot of a queue of this database (wait.c sleeps on it). */
@@ -288,7 +291,7 @@ queue_ready_raise(const QueueReadyRead *r, TimestampTz to)
 void
 queue_note_ready(int64 queue_id, TimestampTz at_commit, TimestampTz at_abort)
 {
-	PendingQueue *p = pending_entry(queue_id);
+	PendingQueue *p = pending_find(queue_id);	/* the worker need not look */
 
 	p->commit_floor = Min(p->commit_floor, at_commit);
 	p->abort_floor = Min(p->abort_floor, at_abort);
@@ -457,11 +460,11 @@ queue_reset_counters(int64 queue_id)
  */
 static void
 apply_counts(int64 queue_id, const int64 *counts, int64 arrived, uint32 tenants,
-			 bool forget, bool wake, bool commit, TimestampTz floor)
+			 bool forget, bool wake, bool commit, TimestampTz floor, bool named)
 {
 	if (commit && forget)
 		queue_forget_counters(queue_id);
-	else if (commit)
+	else if (commit && named)
 	{
 		QueueCounterEntry *e = counter_entry(queue_id, false);
 
@@ -485,6 +488,7 @@ apply_counts(int64 queue_id, const int64 *counts, int64 arrived, uint32 tenants,
 	}
 	else if (floor != READY_NONE)
 	{
+		/* an abort's, or a commit's that changed nothing else */
 		QueueCounterEntry *e = counter_entry(queue_id, false);
 
 		if (e != NULL)
@@ -504,7 +508,7 @@ flush_pending(bool commit)
 
 		apply_counts(p->queue_id, p->c, p->arrived, p->tenants, p->forget,
 					 commit ? p->wake_on_commit : p->wake_on_abort, commit,
-					 commit ? p->commit_floor : p->abort_floor);
+					 commit ? p->commit_floor : p->abort_floor, p->named);
 	}
 	npending = 0;
 }
@@ -621,7 +625,7 @@ queue_finish_prepared(const char *gid, bool commit)
 
 		apply_counts(q->queue_id, q->c, q->arrived, q->tenants, q->forget,
 					 commit ? q->wake_on_commit : q->wake_on_abort, commit,
-					 commit ? q->commit_floor : q->abort_floor);
+					 commit ? q->commit_floor : q->abort_floor, true);
 	}
 	/*
 	 * Queues it could not keep apart: every ready bound of the database
@@ -655,7 +659,7 @@ queue_subxact_callback(SubXactEvent event, SubTransactionId mySubid,
 			pending[kept++] = pending[i];
 		else if (queue_shared != NULL)
 			apply_counts(pending[i].queue_id, pending[i].c, 0, 0, false,
-						 pending[i].wake_on_abort, false, pending[i].abort_floor);
+						 pending[i].wake_on_abort, false, pending[i].abort_floor, false);
 	}
 	npending = kept;
 }
@@ -696,9 +700,22 @@ register_callbacks(void)
 	}
 }
 
-/* The pending entry of a queue in this transaction. */
+/*
+ * The pending entry of a queue in this transaction, which names the queue
+ * to its worker at commit.
+ */
 static PendingQueue *
 pending_entry(int64 queue_id)
+{
+	PendingQueue *p = pending_find(queue_id);
+
+	p->named = true;
+	return p;
+}
+
+/* ... and the one a ready bound's note alone makes (queue_note_ready). */
+static PendingQueue *
+pending_find(int64 queue_id)
 {
 	SubTransactionId subid = GetCurrentSubTransactionId();
 
