@@ -190,13 +190,10 @@ queue_holds_by_id(int64 queue_id, Oid role, QueuePriv priv, bool any)
 	{
 		Oid			types[1] = {INT8OID};
 
-		plan = SPI_prepare("SELECT owner::pg_catalog.oid, send_roles::pg_catalog.oid[],"
-						   " receive_roles::pg_catalog.oid[], manage_roles::pg_catalog.oid[]"
-						   " FROM queue._queues WHERE queue_id = $1 AND NOT dedicated",
-						   1, types);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
+		plan = queue_keep_plan("SELECT owner::pg_catalog.oid, send_roles::pg_catalog.oid[],"
+						       " receive_roles::pg_catalog.oid[], manage_roles::pg_catalog.oid[]"
+						       " FROM queue._queues WHERE queue_id = $1 AND NOT dedicated",
+						       1, types);
 	}
 	rc = SPI_execute_plan(plan, &arg, NULL, true, 1);
 	if (rc != SPI_OK_SELECT)
@@ -432,10 +429,7 @@ queue_admin_call(PG_FUNCTION_ARGS)
 			admin_plans = hash_create("queue administrative calls", 32, &ctl,
 									  HASH_ELEM | HASH_BLOBS | HASH_CONTEXT);
 		}
-		plan = SPI_prepare(sql.data, nargs + 1, types);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
+		plan = queue_keep_plan(sql.data, nargs + 1, types);
 		ap = hash_search(admin_plans, &fn, HASH_ENTER, &found);
 		ap->call.nargs = nargs;
 		ap->call.plan = plan;

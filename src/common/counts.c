@@ -53,12 +53,11 @@ typedef struct PendingQueue
 	int64		arrived;		/* messages moved in (queue_note_arrival) */
 	uint32		tenants;		/* QUEUE_TENANTS_* its sends carried */
 	TimestampTz commit_floor;	/* the ready bound's lowering at commit ... */
-	TimestampTz abort_floor;	/* ... and at abort (READY_NONE: none) */
+	TimestampTz abort_floor;	/* ... and at abort (QUEUE_READY_NONE: none) */
 	bool		named;			/* names the queue to its worker at commit (not
 								 * a ready bound's note alone) */
 } PendingQueue;
 
-#define READY_NONE	QUEUE_READY_NONE
 
 static PendingQueue *pending = NULL;
 static int	npending = 0;
@@ -481,12 +480,12 @@ apply_counts(int64 queue_id, const int64 *counts, int64 arrived, uint32 tenants,
 			if (tenants != 0 &&
 				(pg_atomic_read_u32(&e->tenants) & tenants) != tenants)
 				pg_atomic_fetch_or_u32(&e->tenants, tenants);
-			if (floor != READY_NONE)
+			if (floor != QUEUE_READY_NONE)
 				ready_lower(e, queue_id, floor);
 		}
 		note_active(e, queue_id);
 	}
-	else if (floor != READY_NONE)
+	else if (floor != QUEUE_READY_NONE)
 	{
 		/* an abort's, or a commit's that changed nothing else */
 		QueueCounterEntry *e = counter_entry(queue_id, false);
@@ -574,8 +573,8 @@ keep_prepared(void)
 		{
 			q = &slot->queues[slot->nqueues++];
 			q->queue_id = p->queue_id;
-			q->commit_floor = READY_NONE;
-			q->abort_floor = READY_NONE;
+			q->commit_floor = QUEUE_READY_NONE;
+			q->abort_floor = QUEUE_READY_NONE;
 		}
 		for (int c = 0; c < QC_NUM; c++)
 			q->c[c] += p->c[c];
@@ -733,8 +732,8 @@ pending_find(int64 queue_id)
 	memset(&pending[npending], 0, sizeof(PendingQueue));
 	pending[npending].queue_id = queue_id;
 	pending[npending].subid = subid;
-	pending[npending].commit_floor = READY_NONE;
-	pending[npending].abort_floor = READY_NONE;
+	pending[npending].commit_floor = QUEUE_READY_NONE;
+	pending[npending].abort_floor = QUEUE_READY_NONE;
 	return &pending[npending++];
 }
 

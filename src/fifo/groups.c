@@ -564,12 +564,11 @@ queue_fifo_lock_groups_of(QueueMeta *q, int n, const int64 *ids)
 int
 queue_fifo_begin_send(QueueMeta *q, int ngroups, Datum *groups, bool *missing)
 {
-	bool	   *got = palloc(Max(ngroups, 1) * sizeof(bool));
 	IndexedRel	grps;
 	Snapshot	snap;
 	int			nmissing = 0;
 
-	(void) sender_locks(q->id, ngroups, groups, true, got);
+	queue_fifo_lock_senders(q, ngroups, groups);
 	fifo_relations(q);
 	open_indexed(&grps, q->group_relid, q->group_pkey, AccessShareLock);
 	snap = RegisterSnapshot(GetLatestSnapshot());

@@ -167,25 +167,19 @@ queue_depth_checked_sql(PG_FUNCTION_ARGS)
 	{
 		Oid			types[2] = {INT8OID, INTERVALOID};
 
-		plan = SPI_prepare("SELECT visible, in_flight, delayed, oldest_sent_at,"
-						   " oldest_visible_age FROM queue._depth($1, $2)",
-						   2, types);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
+		plan = queue_keep_plan("SELECT visible, in_flight, delayed, oldest_sent_at,"
+						       " oldest_visible_age FROM queue._depth($1, $2)",
+						       2, types);
 	}
 	if (shared_plan == NULL && !OidIsValid(relid))
 	{
 		Oid			types[2] = {INT8OID, INTERVALOID};
 
-		shared_plan = SPI_prepare("SELECT d.visible, d.in_flight, d.delayed, d.oldest_sent_at,"
-								  " d.oldest_visible_age FROM queue._queues r,"
-								  " queue._depth_shared(coalesce(r.store_id, r.queue_id), r.fifo, $2) d"
-								  " WHERE r.queue_id = $1",
-								  2, types);
-		if (shared_plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(shared_plan);
+		shared_plan = queue_keep_plan("SELECT d.visible, d.in_flight, d.delayed, d.oldest_sent_at,"
+								      " d.oldest_visible_age FROM queue._queues r,"
+								      " queue._depth_shared(coalesce(r.store_id, r.queue_id), r.fifo, $2) d"
+								      " WHERE r.queue_id = $1",
+								      2, types);
 	}
 	args[0] = PG_GETARG_DATUM(0);
 	args[1] = PG_GETARG_DATUM(1);

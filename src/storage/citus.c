@@ -233,20 +233,17 @@ check_local(text *name, const char *argname, const char *of)
 	{
 		Oid			types[2] = {TEXTOID, OIDOID};
 
-		plan = SPI_prepare("SELECT n.groupid OPERATOR(pg_catalog.=) "
-						   "(SELECT groupid FROM pg_catalog.pg_dist_local_group), "
-						   "n.nodename, n.nodeport "
-						   "FROM pg_catalog.pg_dist_placement p "
-						   "JOIN pg_catalog.pg_dist_node n "
-						   "ON n.groupid OPERATOR(pg_catalog.=) p.groupid "
-						   "AND n.noderole OPERATOR(pg_catalog.=) 'primary' "
-						   "WHERE p.shardid OPERATOR(pg_catalog.=) "
-						   "pg_catalog.get_shard_id_for_distribution_column("
-						   "$2::pg_catalog.regclass, $1::queue.placement_key)",
-						   2, types);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
+		plan = queue_keep_plan("SELECT n.groupid OPERATOR(pg_catalog.=) "
+						       "(SELECT groupid FROM pg_catalog.pg_dist_local_group), "
+						       "n.nodename, n.nodeport "
+						       "FROM pg_catalog.pg_dist_placement p "
+						       "JOIN pg_catalog.pg_dist_node n "
+						       "ON n.groupid OPERATOR(pg_catalog.=) p.groupid "
+						       "AND n.noderole OPERATOR(pg_catalog.=) 'primary' "
+						       "WHERE p.shardid OPERATOR(pg_catalog.=) "
+						       "pg_catalog.get_shard_id_for_distribution_column("
+						       "$2::pg_catalog.regclass, $1::queue.placement_key)",
+						       2, types);
 	}
 	args[0] = PointerGetDatum(name);
 	args[1] = ObjectIdGetDatum(known_anchor);
@@ -476,20 +473,17 @@ queue_citus_utility(Node *stmt)
 	{
 		Oid			types[1] = {INT8OID};
 
-		plan = SPI_prepare("SELECT coalesce((SELECT pg_catalog.string_agg(n.nodename OPERATOR(pg_catalog.||) ':' "
-						   "OPERATOR(pg_catalog.||) n.nodeport, ', ') "
-						   "FROM pg_catalog.pg_dist_placement p "
-						   "JOIN pg_catalog.pg_dist_node n ON n.groupid OPERATOR(pg_catalog.=) p.groupid "
-						   "WHERE p.shardid OPERATOR(pg_catalog.=) $1), 'no node yet') "
-						   "FROM pg_catalog.pg_dist_partition d "
-						   "WHERE d.logicalrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('queue_citus.placements') "
-						   "AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_placement p "
-						   "WHERE p.shardid OPERATOR(pg_catalog.=) $1 AND p.groupid OPERATOR(pg_catalog.=) "
-						   "(SELECT groupid FROM pg_catalog.pg_dist_local_group))",
-						   1, types);
-		if (plan == NULL)
-			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
-		SPI_keepplan(plan);
+		plan = queue_keep_plan("SELECT coalesce((SELECT pg_catalog.string_agg(n.nodename OPERATOR(pg_catalog.||) ':' "
+						       "OPERATOR(pg_catalog.||) n.nodeport, ', ') "
+						       "FROM pg_catalog.pg_dist_placement p "
+						       "JOIN pg_catalog.pg_dist_node n ON n.groupid OPERATOR(pg_catalog.=) p.groupid "
+						       "WHERE p.shardid OPERATOR(pg_catalog.=) $1), 'no node yet') "
+						       "FROM pg_catalog.pg_dist_partition d "
+						       "WHERE d.logicalrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('queue_citus.placements') "
+						       "AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_placement p "
+						       "WHERE p.shardid OPERATOR(pg_catalog.=) $1 AND p.groupid OPERATOR(pg_catalog.=) "
+						       "(SELECT groupid FROM pg_catalog.pg_dist_local_group))",
+						       1, types);
 	}
 	{
 		Datum		arg = Int64GetDatum(shardid);

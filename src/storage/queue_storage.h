@@ -9,8 +9,8 @@
  *	  insert.c    what a send writes: its deduplication claims and messages,
  *	              by direct inserts
  *	  catalog.c   the per-backend cache of the registry, table lookups, queue locks
- *	  plans.c     the statements of the hot path, prepared once per queue and kept
  *	  citus.c     a Citus cluster: placement keys, the wrong-node guard, tables Citus manages
+ *	  plans.c     the statements of the hot path, prepared once per queue and kept
  *
  * May call: common/.  Nothing here includes or calls a folder above
  * it (the layers, bottom to top: common, storage, access, state, fifo,

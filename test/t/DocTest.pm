@@ -249,24 +249,7 @@ sub run_page
 				$result{signatures}++;
 				next;
 			}
-			my ($out, $err) = ('', '');
-			my $rc = $node->psql(
-				$db, $b->{sql},
-				stdout => \$out,
-				stderr => \$err,
-				extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-			note("$what printed:\n$out") if $out ne '';
-			if ($b->{kind} eq 'error')
-			{
-				ok($rc == 3 && $err =~ /ERROR:\s+\Q$b->{arg}\E:/,
-					"$what fails with $b->{arg}, as the page says")
-				  or diag("exit $rc\n$err");
-			}
-			else
-			{
-				ok($rc == 0 && $err !~ /ERROR:/, "$what runs as written")
-				  or diag("exit $rc\n$err");
-			}
+			run_block($node, $db, $b->{sql}, $what, $b->{kind} eq 'error' ? $b->{arg} : undef, '');
 			$result{ran}++;
 		}
 
@@ -293,6 +276,33 @@ sub run_page
 	return \%result;
 }
 
+# Run one block as written in $db: it must fail with SQLSTATE $error when
+# the page says so (undef: run without an error); $where ends the check's
+# name (" on the cluster").
+sub run_block
+{
+	my ($node, $db, $sql, $what, $error, $where) = @_;
+	my ($out, $err) = ('', '');
+	my $rc = $node->psql(
+		$db, $sql,
+		stdout => \$out,
+		stderr => \$err,
+		extra_params => [ '-v', 'VERBOSITY=verbose' ]);
+	note("$what printed:\n$out") if $out ne '';
+	if (defined $error)
+	{
+		ok($rc == 3 && $err =~ /ERROR:\s+\Q$error\E:/,
+			"$what fails with $error$where, as the page says")
+		  or diag("exit $rc\n$err");
+	}
+	else
+	{
+		ok($rc == 0 && $err !~ /ERROR:/, "$what runs as written$where")
+		  or diag("exit $rc\n$err");
+	}
+	return;
+}
+
 # The blocks a page marks "citus", run in order, as written, in database
 # $db of a Citus cluster's coordinator (037_citus); returns how many ran.
 sub run_citus_blocks
@@ -303,24 +313,7 @@ sub run_citus_blocks
 	for my $b (grep { $_->{kind} eq 'citus' } blocks($path, $name))
 	{
 		my $what = "$name line $b->{line} ($b->{section})";
-		my ($out, $err) = ('', '');
-		my $rc = $node->psql(
-			$db, $b->{sql},
-			stdout => \$out,
-			stderr => \$err,
-			extra_params => [ '-v', 'VERBOSITY=verbose' ]);
-		note("$what printed:\n$out") if $out ne '';
-		if (defined $b->{arg})
-		{
-			ok($rc == 3 && $err =~ /ERROR:\s+\Q$b->{arg}\E:/,
-				"$what fails with $b->{arg} on the cluster, as the page says")
-			  or diag("exit $rc\n$err");
-		}
-		else
-		{
-			ok($rc == 0 && $err !~ /ERROR:/, "$what runs as written on the cluster")
-			  or diag("exit $rc\n$err");
-		}
+		run_block($node, $db, $b->{sql}, $what, $b->{arg}, ' on the cluster');
 		$ran++;
 	}
 	return $ran;
