@@ -303,8 +303,24 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 		args[6] = kind == QP_FIFO_RECEIVE_DLQ_MORE ?
 			queue_text_array(got->nmoved_groups, got->moved_groups, NULL) :
 			queue_text_array(got->ngroups, got->groups, NULL);
-		args[7] = Int32GetDatum(q->max_receive_count);
-		args[8] = queue_int8_array(got->n, got->ids);
+		if (kind != QP_FIFO_RECEIVE_DLQ_MORE)
+		{
+			/* the walk of the group heads starts at their bound (counts.c) */
+			int64		from = queue_ready_from(q->id, q->shared ? -q->store_id :
+												(int64) q->group_relid, now,
+												&q->counter_slot, &ready);
+
+			if (kind == QP_FIFO_RECEIVE)
+				args[7] = Int64GetDatum(from);
+			else
+				args[9] = Int64GetDatum(from);
+			bounded = true;
+		}
+		if (kind != QP_FIFO_RECEIVE)
+		{
+			args[7] = Int32GetDatum(q->max_receive_count);
+			args[8] = queue_int8_array(got->n, got->ids);
+		}
 	}
 	else
 	{
@@ -349,7 +365,26 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	if (!q->fifo && nrows > 0)
 		queue_note_ready(q->id, now + vt, bounded ? ready.from : DT_NOBEGIN);
 	got->fair_raced = kind == QP_FAIR_RECEIVE && nrows == 0;
-	if (bounded)
+	if (bounded && q->fifo)
+	{
+		/* now and then, the bound up to the first head there is */
+		if (queue_ready_probe_due(&ready, now))
+		{
+			Datum		arg = Int64GetDatum(ready.from);
+			SPITupleTable *probe = tt;
+
+			rc = queue_exec(q, QP_GROUP_MIN_HEAD, &arg, NULL, false, 1);
+			if (rc != SPI_OK_SELECT)
+				elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
+			if (SPI_processed == 1)
+				queue_ready_raise(&ready, DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+																	  SPI_tuptable->tupdesc,
+																	  1, &isnull)));
+			SPI_freetuptable(SPI_tuptable);
+			SPI_tuptable = probe;
+		}
+	}
+	else if (bounded)
 	{
 		/*
 		 * Nothing ready is left below now when the scan came short, else

@@ -52,6 +52,7 @@ typedef struct PlanSpec
 	"  FROM g CROSS JOIN LATERAL (" \
 	"   SELECT m.message_id, m.receive_count FROM {q} m" \
 	"   WHERE {S.m}m.message_group_id = g.message_group_id" \
+	"    AND m.message_id >= g.head_seq" \
 	"    AND m.visible_at <= $1 AND m.sent_at > $4" \
 	"    AND m.message_id <> ALL ($9)" \
 	"   ORDER BY m.message_id LIMIT $5) x" \
@@ -264,6 +265,15 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"DELETE FROM {g} g WHERE {S.g}g.message_group_id = ANY ($1)",
 		1, {TEXTARRAYOID}
 	},
+	/*
+	 * The first group head at or above $1, the FIFO form of the ready
+	 * bound (counts.c): the receive's walk of g's head index starts there.
+	 */
+	[QP_GROUP_MIN_HEAD] = {
+		"SELECT g.head_seq FROM {g} g WHERE {S.g}g.head_seq >= $1"
+		" ORDER BY g.head_seq LIMIT 1",
+		1, {INT8OID}
+	},
 
 	/*
 	 * The FIFO lease.  Walk the available groups oldest head first (at
@@ -295,14 +305,17 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"WITH c AS MATERIALIZED ("
 		"  SELECT x.message_id, g.message_group_id"
 		"  FROM (SELECT g.message_group_id, g.head_seq FROM {g} g"
-		"   WHERE {S.g}g.available_at <= $1 AND g.message_group_id <> ALL ($7)"
+		"   WHERE {S.g}g.head_seq >= $8 AND g.available_at <= $1"
+		"    AND g.message_group_id <> ALL ($7)"
 		"    AND ($6 IS NULL OR EXISTS (SELECT FROM {q} m"
 		"     WHERE {S.m}m.message_group_id = g.message_group_id"
+		"      AND m.message_id >= g.head_seq"
 		"      AND m.visible_at <= $1 AND m.sent_at > $4))"
 		"   ORDER BY g.head_seq LIMIT $6 FOR UPDATE SKIP LOCKED) g"
 		"  CROSS JOIN LATERAL ("
 		"   SELECT m.message_id FROM {q} m"
 		"   WHERE {S.m}m.message_group_id = g.message_group_id"
+		"    AND m.message_id >= g.head_seq"
 		"    AND m.visible_at <= $1 AND m.sent_at > $4"
 		"   ORDER BY m.message_id LIMIT $5) x"
 		"  LIMIT $5),"
@@ -315,8 +328,8 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"  FROM (SELECT message_group_id, max(message_id) AS upto FROM u GROUP BY 1) l"
 		"  WHERE {S.g}g.message_group_id = l.message_group_id)"
 		" SELECT * FROM u",
-		7, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID,
-		INT4OID, TEXTARRAYOID}
+		8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID,
+		INT4OID, TEXTARRAYOID, INT8OID}
 	},
 
 	/* Receive attempts: what an attempt returned, and whether it still holds. */
@@ -373,13 +386,15 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	[QP_FIFO_RECEIVE_DLQ] = {
 		"WITH g AS MATERIALIZED ("
 		"  SELECT g.message_group_id, g.head_seq FROM {g} g"
-		"  WHERE {S.g}g.available_at <= $1 AND g.message_group_id <> ALL ($7)"
+		"  WHERE {S.g}g.head_seq >= $10 AND g.available_at <= $1"
+		"   AND g.message_group_id <> ALL ($7)"
 		"   AND EXISTS (SELECT FROM {q} m WHERE {S.m}m.message_group_id = g.message_group_id"
+		"    AND m.message_id >= g.head_seq"
 		"    AND m.visible_at <= $1 AND m.sent_at > $4 AND m.message_id <> ALL ($9))"
 		"  ORDER BY g.head_seq LIMIT $6 FOR UPDATE SKIP LOCKED),"
 		FIFO_DLQ_LEASE,
-		9, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID,
-		INT4OID, TEXTARRAYOID, INT4OID, INT8ARRAYOID}
+		10, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID,
+		INT4OID, TEXTARRAYOID, INT4OID, INT8ARRAYOID, INT8OID}
 	},
 
 	/*

@@ -55,6 +55,7 @@ typedef enum QueuePlanKind
 	QP_GROUP_SET,				/* new heads of groups (groups.c) */
 	QP_GROUP_SET_ONE,
 	QP_GROUP_DROP,				/* rows of groups found empty */
+	QP_GROUP_MIN_HEAD,			/* the first head from the heads' bound (counts.c) */
 	QP_FIFO_RECEIVE,
 	QP_ATTEMPT_GET,
 	QP_ATTEMPT_MSGS,
