@@ -419,14 +419,41 @@ t
 like($err, qr/extension "citus" is not installed/, '1.8: queue.citus_setup() without Citus says so');
 is(sql("SELECT count(*) FROM pg_namespace WHERE nspname = 'queue_citus'"), '0', '... and makes nothing');
 
+# 1.8 -> 1.9: the shared tables' key columns keep one distinct value in
+# their statistics (issue 38), so that an ANALYZE under a held snapshot
+# cannot make their plans read a store's whole range.
+$before_peek = sql($peek);
+sql("ALTER EXTENSION queue UPDATE TO '1.9'");
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.9', 'updated to 1.9');
+is(sql($peek), $before_peek, '1.9: every message unchanged, in delivery order');
+my $key_stats = q(
+SELECT string_agg(c.relname || '.' || a.attname || ' ' ||
+				  (SELECT string_agg(o, ',') FROM unnest(a.attoptions) o WHERE o LIKE 'n_distinct=%'),
+				  '; ' ORDER BY c.relname)
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+WHERE c.relnamespace = 'queue_data'::regnamespace AND c.relkind = 'r'
+  AND a.attname IN ('store_id', 'queue_id') AND c.relname !~ '^[qgda][0-9]');
+is(sql($key_stats), 'dedup_ids.queue_id n_distinct=1; fifo_messages.store_id n_distinct=1; '
+	. 'groups.store_id n_distinct=1; messages.store_id n_distinct=1; receive_attempts.queue_id n_distinct=1',
+	'1.9: the shared tables\' keys have one distinct value in their statistics');
+is(sql(q(
+SELECT queue.create('up_keys', dedicated => false) > 0;
+SELECT count(*) FROM queue.send_batch('up_keys', ARRAY['a', 'b', 'c']);
+ANALYZE queue_data.messages;
+SELECT n_distinct FROM pg_stats
+WHERE schemaname = 'queue_data' AND tablename = 'messages' AND attname = 'store_id';
+SELECT queue.drop('up_keys');
+)), "t\n3\n1\nt", '... which ANALYZE keeps');
+
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
 $node->safe_psql('fresh', q(
 CREATE EXTENSION queue;
 GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
 ));
-is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.8',
-	'a fresh install is 1.8');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.9',
+	'a fresh install is 1.9');
+is($node->safe_psql('fresh', $key_stats), sql($key_stats), '... with the same key statistics as the upgraded one');
 sub schema_dump
 {
 	my ($db) = @_;
@@ -478,7 +505,7 @@ like($err, qr/schema "queue" is owned by role "up_squatter", who is not a superu
 is($node->safe_psql('squatted', "SELECT count(*) FROM pg_extension WHERE extname = 'queue'"), '0',
 	'and installs nothing');
 $node->safe_psql('squatted', 'DROP SCHEMA queue; CREATE SCHEMA queue; CREATE EXTENSION queue');
-is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.8',
+is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.9',
 	'a schema queue that a superuser made is used');
 
 $node->stop;
