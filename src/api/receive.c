@@ -305,15 +305,9 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 			queue_text_array(got->ngroups, got->groups, NULL);
 		if (kind != QP_FIFO_RECEIVE_DLQ_MORE)
 		{
-			/* the walk of the group heads starts at their bound (counts.c) */
-			int64		from = queue_ready_from(q->id, q->shared ? -q->store_id :
-												(int64) q->group_relid, now,
-												&q->counter_slot, &ready);
-
-			if (kind == QP_FIFO_RECEIVE)
-				args[7] = Int64GetDatum(from);
-			else
-				args[9] = Int64GetDatum(from);
+			/* the walk of the group heads starts at their bound (groups.c) */
+			args[kind == QP_FIFO_RECEIVE ? 7 : 9] =
+				Int64GetDatum(queue_fifo_heads_from(q, now, &ready));
 			bounded = true;
 		}
 		if (kind != QP_FIFO_RECEIVE)
@@ -366,24 +360,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 		queue_note_ready(q->id, now + vt, bounded ? ready.from : DT_NOBEGIN);
 	got->fair_raced = kind == QP_FAIR_RECEIVE && nrows == 0;
 	if (bounded && q->fifo)
-	{
-		/* now and then, the bound up to the first head there is */
-		if (queue_ready_probe_due(&ready, now))
-		{
-			Datum		arg = Int64GetDatum(ready.from);
-			SPITupleTable *probe = tt;
-
-			rc = queue_exec(q, QP_GROUP_MIN_HEAD, &arg, NULL, false, 1);
-			if (rc != SPI_OK_SELECT)
-				elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
-			if (SPI_processed == 1)
-				queue_ready_raise(&ready, DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
-																	  SPI_tuptable->tupdesc,
-																	  1, &isnull)));
-			SPI_freetuptable(SPI_tuptable);
-			SPI_tuptable = probe;
-		}
-	}
+		queue_fifo_heads_raise(q, &ready, now, tt);
 	else if (bounded)
 	{
 		/*

@@ -586,6 +586,44 @@ queue_fifo_begin_send(QueueMeta *q, int ngroups, Datum *groups, bool *missing)
 }
 
 /*
+ * Where a FIFO receive's walk of the group heads starts at now: the heads
+ * bound (common/counts.c), a message id below which no group row of q has
+ * its head.  r is for queue_fifo_heads_raise.
+ */
+int64
+queue_fifo_heads_from(QueueMeta *q, TimestampTz now, QueueReadyRead *r)
+{
+	return queue_ready_from(q->id, q->shared ? -q->store_id : (int64) q->group_relid,
+							now, &q->counter_slot, r);
+}
+
+/*
+ * After the receive statement (whose result, tt, stays SPI's): now and
+ * then raise the heads bound to the first head there is from it, read
+ * with a snapshot taken after r (so a group row it misses was made by a
+ * transaction that lowers the bound when it ends; counts.c).
+ */
+void
+queue_fifo_heads_raise(QueueMeta *q, const QueueReadyRead *r, TimestampTz now,
+					   SPITupleTable *tt)
+{
+	Datum		arg = Int64GetDatum(r->from);
+	bool		isnull;
+	int			rc;
+
+	if (!queue_ready_probe_due(r, now))
+		return;
+	rc = queue_exec(q, QP_GROUP_MIN_HEAD, &arg, NULL, false, 1);
+	if (rc != SPI_OK_SELECT)
+		elog(ERROR, "reading the first group head failed: %s", SPI_result_code_string(rc));
+	if (SPI_processed == 1)
+		queue_ready_raise(r, DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+														 SPI_tuptable->tupdesc, 1, &isnull)));
+	SPI_freetuptable(SPI_tuptable);
+	SPI_tuptable = tt;
+}
+
+/*
  * Give rows to groups a send found without one (queue_fifo_begin_send,
  * under the same locks): each headed by heads[i], the first message the
  * send put there, deliverable from available_at.

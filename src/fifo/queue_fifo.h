@@ -7,8 +7,9 @@
  *
  * Files of src/fifo/, top to bottom (a file calls only files below it):
  *	  fair.c      fair queues: which tenants a receive takes, caps per tenant
- *	  groups.c    FIFO message groups: sender locks, group hashing, and the
- *	              group scheduling rows that sends, deletes and receives keep
+ *	  groups.c    FIFO message groups: sender locks, group hashing, the
+ *	              group scheduling rows that sends, deletes and receives keep,
+ *	              and the heads bound a receive's walk of them starts at
  *	  dedup.c     content-based deduplication ids (the claims: storage/insert.c)
  *
  * May call: state/, access/, storage/, common/.  Nothing here includes or calls a folder above
@@ -41,6 +42,9 @@ extern uint32 queue_group_hash(Datum group);
 extern void queue_fifo_lock_groups_of(QueueMeta *q, int n, const int64 *ids);
 extern int	queue_fifo_begin_send(QueueMeta *q, int ngroups, Datum *groups,
 								  bool *missing);
+extern int64 queue_fifo_heads_from(QueueMeta *q, TimestampTz now, QueueReadyRead *r);
+extern void queue_fifo_heads_raise(QueueMeta *q, const QueueReadyRead *r, TimestampTz now,
+								   SPITupleTable *tt);
 extern void queue_fifo_new_groups(QueueMeta *q, int ngroups, Datum *groups,
 								  int64 *heads, TimestampTz available_at);
 extern void queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups);
