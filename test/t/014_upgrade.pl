@@ -419,14 +419,29 @@ t
 like($err, qr/extension "citus" is not installed/, '1.8: queue.citus_setup() without Citus says so');
 is(sql("SELECT count(*) FROM pg_namespace WHERE nspname = 'queue_citus'"), '0', '... and makes nothing');
 
+# 1.8 -> 1.9: the extension's own move of queues between Citus nodes
+# (queue.citus_move_shard, issue 37).  Nothing changes without Citus: every
+# message is there, sends and receipts work, and the move says Citus is
+# missing (55000).
+$before_peek = sql($peek);
+sql("ALTER EXTENSION queue UPDATE TO '1.9'");
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.9', 'updated to 1.9');
+is(sql($peek), $before_peek, '1.9: every message unchanged, in delivery order');
+is(sql(q(
+SELECT count(*) FROM queue.send('up_std', 'sent at 1.9');
+SELECT count(*) FROM queue._citus_moves;
+)), "1\n0", '1.9: sends work; no move recorded');
+($rc, $out, $err) = $node->psql('old', "CALL queue.citus_move_shard(1, 'localhost', 5432)");
+like($err, qr/not set up for queues on Citus/, '1.9: queue.citus_move_shard without Citus says so');
+
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
 $node->safe_psql('fresh', q(
 CREATE EXTENSION queue;
 GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
 ));
-is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.8',
-	'a fresh install is 1.8');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.9',
+	'a fresh install is 1.9');
 sub schema_dump
 {
 	my ($db) = @_;
@@ -478,7 +493,7 @@ like($err, qr/schema "queue" is owned by role "up_squatter", who is not a superu
 is($node->safe_psql('squatted', "SELECT count(*) FROM pg_extension WHERE extname = 'queue'"), '0',
 	'and installs nothing');
 $node->safe_psql('squatted', 'DROP SCHEMA queue; CREATE SCHEMA queue; CREATE EXTENSION queue');
-is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.8',
+is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.9',
 	'a schema queue that a superuser made is used');
 
 $node->stop;

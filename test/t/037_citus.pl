@@ -83,7 +83,7 @@ $coord->safe_psql('postgres',
   for ($w1, $w2);
 $coord->safe_psql('postgres', 'CREATE EXTENSION queue');
 is( join(' ', map { $_->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'queue'") } @nodes),
-	'1.8 1.8 1.8',
+	'1.9 1.9 1.9',
 	'CREATE EXTENSION queue on the coordinator reached both workers');
 
 sub on { my ($n, $sql) = @_; return $n->safe_psql('postgres', $sql); }
