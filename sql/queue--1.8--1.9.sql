@@ -473,9 +473,31 @@ AS $$
 #variable_conflict use_variable
 DECLARE
 	here integer := (SELECT groupid FROM pg_catalog.pg_dist_local_group);
-	res jsonb;
+	msg text;
+	state text;
+	detail text;
 BEGIN
 	PERFORM queue._citus_move_superuser('queue.citus_move_shard');
+	RETURN queue._citus_move_step_here(step, shard_id, source_group, target_group, arg, here);
+EXCEPTION WHEN OTHERS THEN
+	/* the coordinator reads only the message: give it the SQLSTATE and detail too */
+	GET STACKED DIAGNOSTICS msg = MESSAGE_TEXT, state = RETURNED_SQLSTATE, detail = PG_EXCEPTION_DETAIL;
+	RAISE EXCEPTION '%', state OPERATOR(pg_catalog.||) ': ' OPERATOR(pg_catalog.||) msg
+		OPERATOR(pg_catalog.||) coalesce(' (' OPERATOR(pg_catalog.||) NULLIF(detail, '') OPERATOR(pg_catalog.||) ')', '')
+		USING ERRCODE = state;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@._citus_move_step(text, bigint, integer, integer, jsonb) FROM PUBLIC;
+
+CREATE FUNCTION @extschema@._citus_move_step_here(step text, shard_id bigint, source_group integer,
+	target_group integer, arg jsonb, here integer)
+	RETURNS jsonb LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+AS $$
+#variable_conflict use_variable
+DECLARE
+	res jsonb;
+BEGIN
 	IF step OPERATOR(pg_catalog.=) 'announce' THEN
 		IF here OPERATOR(pg_catalog.=) target_group THEN
 			INSERT INTO queue._citus_moves (shard_id, direction, peer_group) VALUES (shard_id, 'in', source_group);
@@ -530,7 +552,7 @@ BEGIN
 	RETURN NULL;
 END
 $$;
-REVOKE ALL ON FUNCTION @extschema@._citus_move_step(text, bigint, integer, integer, jsonb) FROM PUBLIC;
+REVOKE ALL ON FUNCTION @extschema@._citus_move_step_here(text, bigint, integer, integer, jsonb, integer) FROM PUBLIC;
 
 /*
  * Run a step on every node (each in its own transaction, committed there),
@@ -552,8 +574,10 @@ BEGIN
 			 JOIN pg_catalog.pg_dist_node n ON n.nodeid OPERATOR(pg_catalog.=) a.nodeid
 			 ORDER BY NOT a.success, n.nodeid LOOP
 		IF NOT r.success THEN
-			RAISE EXCEPTION 'step "%" of moving shard % failed on node %:%: %', step, shard_id, r.node_name, r.node_port, r.result
-				USING ERRCODE = '55000';
+			/* "ERROR:  <SQLSTATE>: message (detail)", from _citus_move_step */
+			RAISE EXCEPTION 'step "%" of moving shard % failed on node %:%: %', step, shard_id, r.node_name, r.node_port,
+				pg_catalog.regexp_replace(r.result, '^ERROR:\s+[0-9A-Z]{5}: ', '')
+				USING ERRCODE = coalesce((pg_catalog.regexp_match(r.result, '^ERROR:\s+([0-9A-Z]{5}): '))[1], '55000');
 		END IF;
 		IF r.result IS NOT NULL AND r.result OPERATOR(pg_catalog.<>) '' THEN
 			res := r.result::jsonb;
@@ -589,7 +613,9 @@ DECLARE
 	state text;
 BEGIN
 	PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
-	PERFORM queue._citus_move_superuser('queue.citus_move_shard');
+	IF NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) current_user) THEN
+		RAISE EXCEPTION 'queue.citus_move_shard must be run by a superuser' USING ERRCODE = '42501';
+	END IF;
 	IF shard_id IS NULL THEN
 		RAISE EXCEPTION 'argument "shard_id" must not be null' USING ERRCODE = '22004';
 	ELSIF target_node IS NULL THEN
@@ -617,7 +643,7 @@ BEGIN
 			USING ERRCODE = '22023',
 			HINT = 'queue.citus_placement(queue_name) gives the shard of a queue.';
 	END IF;
-	SELECT n.groupid, n.nodename::text AS nodename, n.nodeport INTO tgt
+	SELECT n.groupid, n.nodename::text AS nodename, n.nodeport, n.shouldhaveshards INTO tgt
 	FROM pg_catalog.pg_dist_node n
 	WHERE n.nodename OPERATOR(pg_catalog.=) target_node AND n.nodeport OPERATOR(pg_catalog.=) target_port
 	  AND n.noderole OPERATOR(pg_catalog.=) 'primary' AND n.isactive;
@@ -627,6 +653,10 @@ BEGIN
 	END IF;
 	IF tgt.groupid OPERATOR(pg_catalog.=) src.groupid THEN
 		RAISE EXCEPTION 'shard % is on %:% already', shard_id, target_node, target_port USING ERRCODE = '22023';
+	END IF;
+	IF NOT tgt.shouldhaveshards THEN
+		RAISE EXCEPTION 'node %:% is marked to hold no shards', target_node, target_port USING ERRCODE = '55000',
+			HINT = 'SELECT citus_set_node_property(node_name, node_port, ''shouldhaveshards'', true) marks it to hold them.';
 	END IF;
 
 	/* queue_citus.moving: where the queues travel, colocated with the anchor */

@@ -21,6 +21,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
+#include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/sinval.h"
 #include "utils/array.h"
@@ -519,6 +520,7 @@ queue_lookup(text *name)
  * A shared queue is locked (queue_lock_queue) before it is returned, and
  * looked up again when an invalidation came in meanwhile: a move, purge
  * or drop that held the lock has committed, and the entry may be stale.
+ * On a Citus cluster a dedicated queue's table is locked so too.
  */
 QueueMeta *
 queue_lookup_extended(text *name, bool missing_ok)
@@ -528,13 +530,27 @@ queue_lookup_extended(text *name, bool missing_ok)
 		QueueMeta  *q = lookup_once(name, missing_ok);
 		uint64		before;
 
-		if (q == NULL || !q->shared)
+		if (q == NULL)
 			return q;
 		before = inval_count;
-		queue_lock_queue(q->id, AccessShareLock);
+		if (!q->shared)
+		{
+			/*
+			 * A dedicated queue is locked by its statements; on a Citus
+			 * cluster, where queue.citus_move_shard may drop its tables
+			 * while we wait, its table is locked here first.
+			 */
+			if (!queue_citus_active())
+				return q;
+			LockRelationOid(q->relid, AccessShareLock);
+		}
+		else
+			queue_lock_queue(q->id, AccessShareLock);
 		AcceptInvalidationMessages();
 		if (inval_count == before || tries >= 10)
 			return q;
+		/* what held the lock may have been a move of the queue to another Citus node */
+		queue_citus_check_local(name, "queue_name");
 	}
 }
 
@@ -591,6 +607,8 @@ lookup_once(text *name, bool missing_ok)
 		hash_search(queue_cache, key, HASH_REMOVE, NULL);
 		if (missing_ok)
 			return NULL;
+		/* on a Citus node, a queue gone because it is moving says so (citus.c) */
+		queue_citus_check_local(name, "queue_name");
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("queue \"%s\" does not exist", key)));

@@ -49,6 +49,7 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "funcapi.h"
 
@@ -209,6 +210,16 @@ know_citus(void)
 	known_lxid = lxid;
 }
 
+/* Whether this is a node of a Citus cluster queue.citus_setup() set up. */
+bool
+queue_citus_active(void)
+{
+	if (!citus_loaded())
+		return false;
+	know_citus();
+	return OidIsValid(known_anchor);
+}
+
 /*
  * Refuse a call on queue (or topic) name unless this node holds the name's
  * shard, on a cluster queue.citus_setup() has set up; nothing otherwise.
@@ -275,20 +286,25 @@ check_local(text *name, const char *argname, const char *of)
 	}
 	args[0] = PointerGetDatum(name);
 	args[1] = ObjectIdGetDatum(known_anchor);
-	rc = SPI_execute_plan(plan, args, NULL, true, 1);
+
+	/*
+	 * Read with a fresh snapshot, not the transaction's: a move committed
+	 * after a REPEATABLE READ transaction began must still be seen.
+	 */
+	rc = SPI_execute_snapshot(plan, args, NULL, GetLatestSnapshot(), InvalidSnapshot, true, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "placement lookup failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
 		return;					/* no placement known here: nothing to compare */
-	if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull)) &&
-		DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
+	if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull)))
 	{
 		char	   *qname = text_to_cstring(name);
 
 		/*
-		 * queue.citus_move_shard is moving the queues of this shard to
-		 * another node (or they have just arrived here and are being
-		 * unpacked): nothing of them may change until it is done.
+		 * queue.citus_move_shard is moving the queues of this shard from
+		 * this node (a call routed here before the shard moved may come
+		 * after) or to it (they are being unpacked): nothing of them may
+		 * change until it is done.
 		 */
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_IN_USE),

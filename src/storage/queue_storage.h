@@ -192,6 +192,7 @@ extern void queue_dedup_claim(QueueMeta *q, int n, Datum *scope_keys,
 							  int64 *message_ids, bool *duplicate);
 
 /* citus.c: a Citus cluster (docs/citus.md); nothing without Citus */
+extern bool queue_citus_active(void);
 extern void queue_citus_check_local(text *name, const char *argname);
 extern bool queue_citus_manages(Relation rel);
 extern void queue_citus_check_call(FunctionCallInfo fcinfo);
