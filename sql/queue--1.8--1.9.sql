@@ -462,7 +462,7 @@ REVOKE ALL ON FUNCTION @extschema@._citus_check_unpack(jsonb) FROM PUBLIC;
 
 /*
  * One step of a move on this node (run on every node; each acts by its
- * group): announce, out, check, in, done, undo.  Returns what it did (NULL where
+ * group): recover, announce, out, check, in, done, undo.  Returns what it did (NULL where
  * the node has no part in the step).
  */
 CREATE FUNCTION @extschema@._citus_move_step(step text, shard_id bigint, source_group integer,
@@ -536,6 +536,27 @@ BEGIN
 				AND m.direction OPERATOR(pg_catalog.=) 'out';
 			RETURN '{"done": true}';
 		END IF;
+	ELSIF step OPERATOR(pg_catalog.=) 'recover' THEN
+		/*
+		 * A move of this shard that was interrupted (the coordinator's
+		 * session ended midway): source_group is the node that holds the
+		 * shard now.  There, the queues packed go back ('out': the move
+		 * did not happen) or are unpacked ('in': it did); elsewhere the
+		 * move is forgotten.
+		 */
+		IF here OPERATOR(pg_catalog.=) source_group THEN
+			IF EXISTS (SELECT FROM queue._citus_moves m WHERE m.shard_id OPERATOR(pg_catalog.=) shard_id
+					   AND m.direction OPERATOR(pg_catalog.=) 'out') THEN
+				RETURN queue._citus_unpack(shard_id, true, source_group)
+					OPERATOR(pg_catalog.||) '{"recovered": "undone"}';
+			ELSIF EXISTS (SELECT FROM queue._citus_moves m WHERE m.shard_id OPERATOR(pg_catalog.=) shard_id) THEN
+				RETURN queue._citus_unpack(shard_id, false,
+					(SELECT m.peer_group FROM queue._citus_moves m WHERE m.shard_id OPERATOR(pg_catalog.=) shard_id))
+					OPERATOR(pg_catalog.||) '{"recovered": "finished"}';
+			END IF;
+		ELSE
+			DELETE FROM queue._citus_moves m WHERE m.shard_id OPERATOR(pg_catalog.=) shard_id;
+		END IF;
 	ELSIF step OPERATOR(pg_catalog.=) 'undo' THEN
 		IF here OPERATOR(pg_catalog.=) source_group THEN
 			IF EXISTS (SELECT FROM queue._citus_moves m WHERE m.shard_id OPERATOR(pg_catalog.=) shard_id
@@ -570,7 +591,8 @@ DECLARE
 BEGIN
 	FOR r IN SELECT n.nodename::text AS node_name, n.nodeport AS node_port, a.success, a.result
 			 FROM pg_catalog.run_command_on_all_nodes(pg_catalog.format(
-				'SELECT queue._citus_move_step(%L, %s, %s, %s, %L)', step, shard_id, source_group, target_group, arg)) a
+				'SELECT queue._citus_move_step(%L, %s, %s, %s, %L)', step, shard_id, source_group,
+				coalesce(target_group::text, 'NULL'), arg)) a
 			 JOIN pg_catalog.pg_dist_node n ON n.nodeid OPERATOR(pg_catalog.=) a.nodeid
 			 ORDER BY NOT a.success, n.nodeid LOOP
 		IF NOT r.success THEN
@@ -608,6 +630,7 @@ DECLARE
 	tgt record;
 	packed jsonb;
 	unpacked jsonb;
+	recovered jsonb;
 	t0 timestamptz := pg_catalog.clock_timestamp();
 	msg text;
 	state text;
@@ -651,13 +674,6 @@ BEGIN
 		RAISE EXCEPTION 'arguments "target_node" and "target_port" (%:%) name no active primary node of the cluster',
 			target_node, target_port USING ERRCODE = '22023';
 	END IF;
-	IF tgt.groupid OPERATOR(pg_catalog.=) src.groupid THEN
-		RAISE EXCEPTION 'shard % is on %:% already', shard_id, target_node, target_port USING ERRCODE = '22023';
-	END IF;
-	IF NOT tgt.shouldhaveshards THEN
-		RAISE EXCEPTION 'node %:% is marked to hold no shards', target_node, target_port USING ERRCODE = '55000',
-			HINT = 'SELECT citus_set_node_property(node_name, node_port, ''shouldhaveshards'', true) marks it to hold them.';
-	END IF;
 
 	/* queue_citus.moving: where the queues travel, colocated with the anchor */
 	IF pg_catalog.to_regclass('queue_citus.moving') IS NULL THEN
@@ -674,6 +690,36 @@ BEGIN
 	END IF;
 	COMMIT;
 	PERFORM pg_catalog.set_config('search_path', 'pg_catalog, pg_temp', true);
+
+	/*
+	 * One move of a shard at a time: a session lock, held across the
+	 * commits below (an error leaves it to the session, which may call
+	 * again; another session waits for its end).
+	 */
+	IF NOT pg_catalog.pg_try_advisory_lock(pg_catalog.hashtext('queue.citus_move_shard'),
+										   (shard_id OPERATOR(pg_catalog.%) 2147483647)::integer) THEN
+		RAISE EXCEPTION 'another session is moving shard %', shard_id USING ERRCODE = '55006';
+	END IF;
+
+	/* an earlier move of this shard that was interrupted is finished or undone first */
+	recovered := queue._citus_run_step('recover', shard_id, src.groupid, NULL);
+	IF recovered IS NOT NULL THEN
+		RAISE NOTICE 'an interrupted move of shard % was % on %:% (% queues, % messages)', shard_id,
+			recovered OPERATOR(pg_catalog.->>) 'recovered', src.nodename, src.nodeport,
+			recovered OPERATOR(pg_catalog.->>) 'queues', recovered OPERATOR(pg_catalog.->>) 'messages';
+	END IF;
+	IF tgt.groupid OPERATOR(pg_catalog.=) src.groupid THEN
+		IF recovered IS NOT NULL THEN
+			PERFORM pg_catalog.pg_advisory_unlock(pg_catalog.hashtext('queue.citus_move_shard'),
+												  (shard_id OPERATOR(pg_catalog.%) 2147483647)::integer);
+			RETURN;
+		END IF;
+		RAISE EXCEPTION 'shard % is on %:% already', shard_id, target_node, target_port USING ERRCODE = '22023';
+	END IF;
+	IF NOT tgt.shouldhaveshards THEN
+		RAISE EXCEPTION 'node %:% is marked to hold no shards', target_node, target_port USING ERRCODE = '55000',
+			HINT = 'SELECT citus_set_node_property(node_name, node_port, ''shouldhaveshards'', true) marks it to hold them.';
+	END IF;
 
 	PERFORM queue._citus_run_step('announce', shard_id, src.groupid, tgt.groupid);
 	BEGIN
@@ -712,6 +758,8 @@ BEGIN
 			USING ERRCODE = state, DETAIL = msg;
 	END;
 	PERFORM queue._citus_run_step('done', shard_id, src.groupid, tgt.groupid);
+	PERFORM pg_catalog.pg_advisory_unlock(pg_catalog.hashtext('queue.citus_move_shard'),
+										  (shard_id OPERATOR(pg_catalog.%) 2147483647)::integer);
 	RAISE NOTICE 'moved shard % with % queues (% messages), % topics and % consumers from %:% to %:% in % ms',
 		shard_id, packed OPERATOR(pg_catalog.->>) 'queues', packed OPERATOR(pg_catalog.->>) 'messages',
 		packed OPERATOR(pg_catalog.->>) 'topics', packed OPERATOR(pg_catalog.->>) 'consumers',

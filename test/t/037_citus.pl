@@ -36,7 +36,9 @@
 #     deduplication window kept, old receipts stale (55000), calls route
 #     to the new node; a failed move leaves everything on the source
 #     (receipts valid); a move that would part a queue from its dead-letter
-#     queue, a non-superuser and bad arguments are refused.
+#     queue, a non-superuser and bad arguments are refused; a move
+#     interrupted midway refuses calls (55006) until the next move of the
+#     shard undoes it.
 # 11. docs/citus.md's blocks run as written on this cluster.
 #
 # Skipped when Citus is not installed in this PostgreSQL (test/citus_build.sh
@@ -711,6 +713,27 @@ on($w2, 'DROP EVENT TRIGGER no_room');
 # (section 7's drain left w1 marked to hold no shards)
 fails_with($coord, "CALL queue.citus_move_shard($msh, '" . $w1->host . "', " . $w1->port . ')', '55000',
 	'a move to a node marked to hold no shards');
+
+# a move interrupted midway (the coordinator's session gone after the
+# source packed the queues): calls on them are refused with 55006, from any
+# node, until the next move of the shard undoes it and moves
+my ($g3, $g2) = map { on($coord, "SELECT groupid FROM pg_dist_node WHERE nodeport = " . $_->port) } $w3, $w2;
+my $before_int = on($w3, "SELECT string_agg(message_id::text, ',' ORDER BY message_id) FROM queue.peek('$tm.std', 100000)");
+on($coord, "SELECT queue._citus_run_step('announce', $msh, $g3, $g2)");
+on($coord, "SELECT queue._citus_run_step('out', $msh, $g3, $g2)");
+$err = fails_with($coord, "SELECT queue.send('$tm.std', 'while packed')", '55006',
+	'a send through the coordinator while the queues are packed');
+like($err, qr/is being moved to another node/, '... says why');
+fails_with($w3, "SELECT count(*) FROM queue.receive('$tm.std')", '55006', '... a receive on their node');
+fails_with($w3, "SELECT queue.create('$tm.new')", '55006', '... and a create of a queue of the shard');
+($mout, $merr) = ('', '');
+$mrc = $coord->psql('postgres', "CALL queue.citus_move_shard($msh, '" . $w2->host . "', " . $w2->port . ')',
+	stdout => \$mout, stderr => \$merr);
+is($mrc, 0, 'the next move of the shard runs') or diag($merr);
+like($merr, qr/an interrupted move of shard $msh was undone/, '... after undoing the interrupted one');
+is(on($w2, "SELECT string_agg(message_id::text, ',' ORDER BY message_id) FROM queue.peek('$tm.std', 100000)"), $before_int,
+	'... and every message is on its new node, once');
+is(join('', map { on($_, 'SELECT count(*) FROM queue._citus_moves') } $w1, $w2, $w3), '000', 'no move is noted any more');
 
 # --- 11. docs/citus.md as written -------------------------------------------
 
