@@ -144,7 +144,6 @@ typedef struct QueueMeta
 #define GCOL_LEASED_UPTO	4
 
 /* catalog.c */
-extern void queue_check_name(text *name, const char *argname);
 extern QueueMeta *queue_lookup(text *name);
 extern QueueMeta *queue_lookup_extended(text *name, bool missing_ok);
 extern int	queue_plan_cache_queues;
