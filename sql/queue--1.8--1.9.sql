@@ -770,3 +770,68 @@ $$;
 REVOKE ALL ON PROCEDURE @extschema@.citus_move_shard(bigint, text, integer) FROM PUBLIC;
 COMMENT ON PROCEDURE @extschema@.citus_move_shard(bigint, text, integer) IS
 	'move a shard of queue_citus.placements with its queues, topics and consumers to another node of a Citus cluster (on the coordinator, by a superuser)';
+
+/*
+ * The SQS endpoint across nodes (docs/citus.md): each node's endpoint URL,
+ * so that a request for a queue of another node is forwarded there
+ * (src/sqs/forward.c).  queue_citus.sqs_endpoints is a Citus reference
+ * table (on every node, nodes added later too), written by
+ * queue.citus_set_sqs_endpoint on the coordinator and read by the
+ * endpoint's workers as their superuser.
+ */
+CREATE FUNCTION @extschema@.citus_set_sqs_endpoint(node_name text, node_port integer, endpoint text)
+	RETURNS void LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+AS $$
+DECLARE
+	grp integer;
+BEGIN
+	IF NOT (SELECT r.rolsuper FROM pg_catalog.pg_roles r WHERE r.rolname OPERATOR(pg_catalog.=) current_user) THEN
+		RAISE EXCEPTION 'queue.citus_set_sqs_endpoint must be run by a superuser' USING ERRCODE = '42501';
+	END IF;
+	IF node_name IS NULL THEN
+		RAISE EXCEPTION 'argument "node_name" must not be null' USING ERRCODE = '22004';
+	ELSIF node_port IS NULL THEN
+		RAISE EXCEPTION 'argument "node_port" must not be null' USING ERRCODE = '22004';
+	END IF;
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'citus')
+	   OR pg_catalog.to_regclass('queue_citus.placements') IS NULL THEN
+		RAISE EXCEPTION 'this database is not set up for queues on Citus' USING ERRCODE = '55000',
+			HINT = 'Call queue.citus_setup() on the coordinator first.';
+	END IF;
+	IF (SELECT l.groupid FROM pg_catalog.pg_dist_local_group l) OPERATOR(pg_catalog.<>) 0 THEN
+		RAISE EXCEPTION 'queue.citus_set_sqs_endpoint must be run on the coordinator' USING ERRCODE = '55000';
+	END IF;
+	IF endpoint IS NOT NULL AND endpoint OPERATOR(pg_catalog.!~) '^https?://[A-Za-z0-9.:\[\]_-]+(/[A-Za-z0-9._~/-]*)?$' THEN
+		RAISE EXCEPTION 'argument "endpoint" must be an http:// or https:// URL of the node''s SQS endpoint'
+			USING ERRCODE = '22023', DETAIL = pg_catalog.format('It is %L.', endpoint);
+	END IF;
+	SELECT n.groupid INTO grp FROM pg_catalog.pg_dist_node n
+	WHERE n.nodename OPERATOR(pg_catalog.=) node_name AND n.nodeport OPERATOR(pg_catalog.=) node_port
+	  AND n.noderole OPERATOR(pg_catalog.=) 'primary';
+	IF NOT FOUND THEN
+		RAISE EXCEPTION 'arguments "node_name" and "node_port" (%:%) name no primary node of the cluster',
+			node_name, node_port USING ERRCODE = '22023';
+	END IF;
+	IF pg_catalog.to_regclass('queue_citus.sqs_endpoints') IS NULL THEN
+		CREATE TABLE queue_citus.sqs_endpoints (node_group integer PRIMARY KEY, endpoint text NOT NULL);
+		REVOKE ALL ON queue_citus.sqs_endpoints FROM PUBLIC;
+		COMMENT ON TABLE queue_citus.sqs_endpoints IS
+			'the SQS endpoint of each node (queue.citus_set_sqs_endpoint): requests for a queue of another node go there';
+		PERFORM pg_catalog.create_reference_table('queue_citus.sqs_endpoints');
+	END IF;
+	IF NOT (SELECT r.rolsuper FROM pg_catalog.pg_class c JOIN pg_catalog.pg_roles r ON r.oid OPERATOR(pg_catalog.=) c.relowner
+			WHERE c.oid OPERATOR(pg_catalog.=) 'queue_citus.sqs_endpoints'::pg_catalog.regclass) THEN
+		RAISE EXCEPTION 'table "queue_citus.sqs_endpoints" is not owned by a superuser' USING ERRCODE = '42501';
+	END IF;
+	IF endpoint IS NULL THEN
+		DELETE FROM queue_citus.sqs_endpoints e WHERE e.node_group OPERATOR(pg_catalog.=) grp;
+	ELSE
+		INSERT INTO queue_citus.sqs_endpoints AS e (node_group, endpoint) VALUES (grp, endpoint)
+		ON CONFLICT (node_group) DO UPDATE SET endpoint = EXCLUDED.endpoint;
+	END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@.citus_set_sqs_endpoint(text, integer, text) FROM PUBLIC;
+COMMENT ON FUNCTION @extschema@.citus_set_sqs_endpoint(text, integer, text) IS
+	'name the SQS endpoint URL of a node of a Citus cluster (NULL: none), so that any node''s endpoint forwards to it';

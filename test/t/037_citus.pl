@@ -39,7 +39,12 @@
 #     queue, a non-superuser and bad arguments are refused; a move
 #     interrupted midway refuses calls (55006) until the next move of the
 #     shard undoes it.
-# 11. docs/citus.md's blocks run as written on this cluster.
+# 11. the SQS endpoint across nodes: CreateQueue, SendMessage,
+#     ReceiveMessage, DeleteMessage, GetQueueAttributes at w2's endpoint for
+#     a queue of w1 run on w1 (forwarded after w2 verified the signature);
+#     a long poll at w2's endpoint is woken by a commit on w1; a wrong
+#     secret is refused at w2.
+# 12. docs/citus.md's blocks run as written on this cluster.
 #
 # Skipped when Citus is not installed in this PostgreSQL (test/citus_build.sh
 # builds it; make test runs that from test/setup.sh).
@@ -67,10 +72,18 @@ if (!-f "$pkglib/citus.so")
 # --- A coordinator and two workers -----------------------------------------
 
 my @nodes;
+my %sqs_port;
 for my $name (qw(coord w1 w2))
 {
 	my $n = PostgreSQL::Test::Cluster->new("citus_$name");
 	$n->init;
+	if ($name ne 'coord' && -f "$pkglib/queue_sqs.so")
+	{
+		# the SQS endpoint, on the workers (section 11)
+		$sqs_port{"citus_$name"} = PostgreSQL::Test::Cluster::get_free_port();
+		$n->append_conf('postgresql.conf',
+			"queue.sqs_listen = '127.0.0.1:$sqs_port{\"citus_$name\"}'\nqueue.sqs_workers = 1");
+	}
 	# (Citus's shard moves connect to their own node by citus.local_hostname)
 	$n->append_conf('postgresql.conf', "citus.local_hostname = '" . $n->host . "'");
 	$n->append_conf(
@@ -735,7 +748,97 @@ is(on($w2, "SELECT string_agg(message_id::text, ',' ORDER BY message_id) FROM qu
 	'... and every message is on its new node, once');
 is(join('', map { on($_, 'SELECT count(*) FROM queue._citus_moves') } $w1, $w2, $w3), '000', 'no move is noted any more');
 
-# --- 11. docs/citus.md as written -------------------------------------------
+# --- 11. The SQS endpoint across nodes ---------------------------------------
+
+# w1 and w2 serve the SQS endpoint; a request to w2's for a queue of w1 is
+# forwarded there after w2 verified it, and w1 verifies it again
+my $python = '/usr/bin/python3';
+SKIP:
+{
+	skip 'no Debian python3-boto3', 17
+	  unless system("$python -I -c 'import boto3' >/dev/null 2>&1") == 0;
+	skip "no $pkglib/queue_sqs.so with libcurl (libmicrohttpd-dev, libcurl4-openssl-dev)", 17
+	  unless -f "$pkglib/queue_sqs.so" && `ldd $pkglib/queue_sqs.so` =~ /libcurl/;
+
+	on($coord, q(
+CREATE ROLE sqs_citus LOGIN;
+GRANT USAGE ON SCHEMA queue TO sqs_citus;
+GRANT CREATE ON DATABASE postgres TO sqs_citus;
+));
+	my ($key, $secret) = ('AKIDCITUSCLUSTER0001', 'citus-cluster-secret-0000000000000000000001');
+	is(on($coord, "SELECT count(*) FROM run_command_on_all_nodes(\$\$"
+		  . "SELECT count(*) FROM queue.create_access_key('sqs_citus', '$key', '$secret')\$\$) WHERE success"),
+		'4', 'the access key is made on every node');
+	for my $n ($w1, $w2)
+	{
+		on($coord, "SELECT queue.citus_set_sqs_endpoint('" . $n->host . "', " . $n->port
+			  . ", 'http://127.0.0.1:$sqs_port{$n->name}')");
+	}
+	is(on($w2, 'SELECT count(*) FROM queue_citus.sqs_endpoints'), '2', 'every node knows the endpoints');
+	$err = fails_with($coord, "SET ROLE citus_app; SELECT queue.citus_set_sqs_endpoint('" . $w1->host . "', "
+		  . $w1->port . ", 'http://127.0.0.1:1')", '42501', 'queue.citus_set_sqs_endpoint by a non-superuser');
+	fails_with($coord, "SELECT queue.citus_set_sqs_endpoint('" . $w1->host . "', " . $w1->port . ", 'ftp://x')",
+		'22023', 'an endpoint that is no http URL');
+
+	# a name for the wire (no "."), placed on w1
+	my $sq;
+	for my $i (0 .. 99)
+	{
+		next unless node_of("sqsq$i") == $w1;
+		$sq = "sqsq$i";
+		last;
+	}
+	my @client = ($python, '-I', "$FindBin::RealBin/sqs/citus_client.py",
+		"http://127.0.0.1:$sqs_port{$w2->name}", $key, $secret);
+	my $client = sub {
+		my ($out, $err) = ('', '');
+		IPC::Run::run([ @client, @_ ], '>', \$out, '2>', \$err);
+		diag($err) if $err ne '';
+		my %v = $out =~ /^value\t(\w+)\t(.*)$/mg;
+		return \%v;
+	};
+	like($client->('create', $sq)->{url}, qr{/000000000000/\Q$sq\E$}, "CreateQueue of $sq at w2's endpoint");
+	is(on($w1, "SELECT count(*) FROM queue.queues WHERE queue_name = '$sq'") . ' '
+		  . on($w2, "SELECT count(*) FROM queue._queues WHERE queue_name = '$sq'"),
+		'1 0', '... makes it on w1, its node');
+	is(on($w1, "SELECT owner FROM queue.queues WHERE queue_name = '$sq'"), 'sqs_citus', '... owned by the key\'s role');
+	like($client->('send', $sq, 'over w2')->{id}, qr/^[0-9a-f-]{36}$/, 'SendMessage at w2\'s endpoint');
+	is(on($w1, "SELECT string_agg(body, ',') FROM queue.peek('$sq')"), 'over w2', '... the message is on w1');
+	my $v = $client->('wait', $sq, '1');
+	is("$v->{received} $v->{bodies} $v->{deleted}", '1 over w2 1', 'ReceiveMessage and DeleteMessage at w2\'s endpoint');
+	is(on($w1, "SELECT count(*) FROM queue.peek('$sq')"), '0', '... deleted it on w1');
+
+	# a long poll at w2's endpoint parks on w1, and a commit there wakes it
+	my ($out, $perr) = ('', '');
+	my $h = IPC::Run::start([ @client, 'wait', $sq, '20' ], '>', \$out, '2>', \$perr);
+	sleep 2;
+	my $t_send = time;
+	on($w1, "SELECT queue.send('$sq', 'wake up')");
+	$h->finish;
+	my %lp = $out =~ /^value\t(\w+)\t(.*)$/mg;
+	is("$lp{received} $lp{bodies}", '1 wake up', 'a long poll at w2\'s endpoint gets the message sent on w1')
+	  or diag($perr);
+	my $woken = ($lp{at} // 0) - $t_send;
+	cmp_ok($woken, '<', 5, '... woken by the commit, well before its 20 s');
+	note sprintf('send on w1 to the answer of a long poll at w2\'s endpoint: %.0f ms', $woken * 1000);
+	my $t0 = time;
+	$v = $client->('wait', $sq, '2');
+	my $empty = time - $t0;
+	is($v->{received}, '0', 'an empty long poll through the forward');
+	cmp_ok($empty, '>=', 1.8, '... answers after its WaitTimeSeconds');
+	is($client->('attrs', $sq)->{visible}, '0', 'GetQueueAttributes at w2\'s endpoint');
+
+	# w2 verifies before it forwards: a wrong secret never reaches w1
+	my $before = on($w1, "SELECT sent FROM queue.stats WHERE queue_name = '$sq'");
+	my @bad = ($python, '-I', "$FindBin::RealBin/sqs/citus_client.py",
+		"http://127.0.0.1:$sqs_port{$w2->name}", $key, 'wrong');
+	($out, $perr) = ('', '');
+	IPC::Run::run([ @bad, 'error', $sq ], '>', \$out, '2>', \$perr);
+	like($out, qr/^value\terror\t(SignatureDoesNotMatch|InvalidClientTokenId)$/m, 'a wrong secret is refused at w2');
+	is(on($w1, "SELECT sent FROM queue.stats WHERE queue_name = '$sq'"), $before, '... and nothing is sent on w1');
+}
+
+# --- 12. docs/citus.md as written -------------------------------------------
 
 my $page = "$FindBin::RealBin/../../docs/citus.md";
 my $ran = DocTest::run_citus_blocks($coord, $page, 'postgres', name => 'docs/citus.md');
