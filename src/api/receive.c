@@ -45,60 +45,11 @@ PG_FUNCTION_INFO_V1(queue_peek);
  */
 bool		queue_receive_one_group = false;
 
-/* Columns of the RETURNING / SELECT lists of plans.c, 1-based. */
-#define COL_MESSAGE_ID		1
-#define COL_BODY			2
-#define COL_ATTRIBUTES		3
-#define COL_GROUP			4
-#define COL_DEDUP			5
-#define COL_SEQUENCE		6
-#define COL_RECEIVE_COUNT	7
-#define COL_SENT_AT			8
-#define COL_FIRST_RECEIVED	9
-#define COL_VISIBLE_AT		10
-
-/* queue.message has 11 columns: the above plus receipt as the second. */
-#define MESSAGE_NATTS		11
-
-/* Receives of queues with a dead-letter queue flag (column 11) the rows to move. */
-#define COL_DEAD_LETTER		11
-
-static bool
-is_dead_letter(SPITupleTable *tt, uint64 r)
-{
-	bool		isnull;
-
-	return tt->tupdesc->natts >= COL_DEAD_LETTER &&
-		DatumGetBool(SPI_getbinval(tt->vals[r], tt->tupdesc, COL_DEAD_LETTER, &isnull));
-}
-
 /*
- * Move the flagged rows of a receive's result to the dead-letter queue;
- * returns how many rows of the result are deliveries.
+ * queue.message has 11 columns: a receive statement's (RCOL_*,
+ * queue_storage.h) up to visible_at, with the receipt as the second.
  */
-static uint64
-move_dead_letters(QueueMeta *q, SPITupleTable *tt, uint64 nrows)
-{
-	int64	   *ids = palloc(Max(nrows, 1) * sizeof(int64));
-	Datum	   *groups = palloc(Max(nrows, 1) * sizeof(Datum));
-	int			n = 0;
-
-	for (uint64 r = 0; r < nrows; r++)
-	{
-		bool		isnull;
-		Datum		g;
-
-		if (!is_dead_letter(tt, r))
-			continue;
-		ids[n] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, COL_MESSAGE_ID, &isnull));
-		g = SPI_getbinval(tt->vals[r], tt->tupdesc, COL_GROUP, &isnull);
-		groups[n] = isnull ? (Datum) 0 : g;
-		n++;
-	}
-	if (n > 0)
-		(void) queue_dead_letter(q, n, ids, groups);
-	return nrows - n;
-}
+#define MESSAGE_NATTS		11
 
 /* A row of a FIFO lease with its sort keys (see order_fifo_rows). */
 typedef struct FifoRow
@@ -150,8 +101,8 @@ order_fifo_rows(SPITupleTable *tt, uint64 nrows)
 
 		rows[r].tup = tt->vals[r];
 		rows[r].id = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc,
-												 COL_MESSAGE_ID, &isnull));
-		rows[r].group = SPI_getbinval(tt->vals[r], tt->tupdesc, COL_GROUP, &isnull);
+												 RCOL_MESSAGE_ID, &isnull));
+		rows[r].group = SPI_getbinval(tt->vals[r], tt->tupdesc, RCOL_GROUP, &isnull);
 	}
 	qsort(rows, nrows, sizeof(FifoRow), fifo_row_by_group);
 	for (uint64 r = 0; r < nrows; r++)
@@ -181,16 +132,16 @@ emit_messages(ReturnSetInfo *rsinfo, QueueMeta *q, SPITupleTable *tt,
 		bool		nulls[MESSAGE_NATTS];
 		int			out = 0;
 
-		if (is_dead_letter(tt, r) || (skip != NULL && skip[r]))
+		if (queue_row_is_dead_letter(tt, r) || (skip != NULL && skip[r]))
 			continue;
 
-		for (int col = 1; col <= COL_VISIBLE_AT; col++)
+		for (int col = 1; col <= RCOL_VISIBLE_AT; col++)
 		{
 			values[out] = SPI_getbinval(tup, src, col, &nulls[out]);
-			if (col == COL_RECEIVE_COUNT && count_of != NULL)
+			if (col == RCOL_RECEIVE_COUNT && count_of != NULL)
 				values[out] = Int32GetDatum(count_of[r]);
 			out++;
-			if (col == COL_MESSAGE_ID)
+			if (col == RCOL_MESSAGE_ID)
 			{
 				/* the receipt goes right after message_id */
 				if (with_receipt)
@@ -256,7 +207,7 @@ replay_attempt(ReturnSetInfo *rsinfo, QueueMeta *q, text *attempt,
 	{
 		TimestampTz vis_now = DatumGetTimestampTz(SPI_getbinval(SPI_tuptable->vals[i],
 																SPI_tuptable->tupdesc,
-																COL_VISIBLE_AT, &isnull));
+																RCOL_VISIBLE_AT, &isnull));
 
 		if (vis_now != DatumGetTimestampTz(vis_elems[i]))
 			return false;		/* its visibility was changed */
@@ -302,125 +253,6 @@ record_attempt(QueueMeta *q, text *attempt, TimestampTz now, uint64 nonce,
 }
 
 /*
- * Some messages a receive statement just leased had receives that rolled
- * back and are not in their rows yet (failed.c).  Each such row gets them
- * now; one whose count, so completed, reaches max_receive_count, or whose
- * retry delay has not passed, is given up instead of delivered (it moves
- * to the dead-letter queue, or comes back at the end of the delay), and
- * on a FIFO queue so is the rest of its group in this batch, which must
- * not pass it.  k indexes the statement's deliveries: got->ids[first + k],
- * rows[k] in tt, counts[k] after this receive.  skip and count_of (per row
- * of tt) tell emit_messages what to leave out and the counts to show.
- * Returns how many were given up; got keeps the deliveries.
- */
-static int
-settle_rolled_back(QueueMeta *q, SPITupleTable *tt, TimestampTz now,
-				   Received *got, int first, int n, const uint64 *rows,
-				   const int32 *counts, const int32 *pending,
-				   const TimestampTz *not_before, bool *skip, int32 *count_of)
-{
-	int64	   *fix_ids = palloc(n * sizeof(int64));
-	Datum	   *fix_d = palloc(n * sizeof(Datum));
-	Datum	   *fix_v = palloc(n * sizeof(Datum));
-	bool	   *fix_vnull = palloc(n * sizeof(bool));
-	int			nfix = 0;
-	int64	   *gone_ids = palloc(n * sizeof(int64));
-	int			ngone = 0;
-	int64	   *dlq_ids = palloc(n * sizeof(int64));
-	Datum	   *dlq_groups = palloc(n * sizeof(Datum));
-	int			ndlq = 0;
-	Datum	   *held_back = palloc(n * sizeof(Datum));
-	int			nheld_back = 0;
-	int64		written = 0;
-	int			kept = first;
-
-	for (int k = 0; k < n; k++)
-	{
-		uint64		r = rows[k];
-		int64		id = got->ids[first + k];
-		int32		count = counts[k] - 1 + pending[k];	/* before this receive */
-		bool		isnull;
-		Datum		g = SPI_getbinval(tt->vals[r], tt->tupdesc, COL_GROUP, &isnull);
-		bool		behind = false;
-		bool		used_up = q->max_receive_count > 0 && count >= q->max_receive_count;
-
-		if (q->fifo && !isnull)
-			for (int i = 0; i < nheld_back && !behind; i++)
-				behind = queue_text_cmp(&held_back[i], &g) == 0;
-		written += pending[k];
-		if (!used_up && !behind && not_before[k] <= now)
-		{
-			/* Delivered, showing every receive. */
-			if (pending[k] > 0)
-			{
-				fix_ids[nfix] = id;
-				fix_d[nfix] = Int32GetDatum(pending[k]);
-				fix_vnull[nfix] = true;
-				fix_v[nfix] = (Datum) 0;
-				nfix++;
-				count_of[r] = counts[k] + pending[k];
-			}
-			got->ids[kept] = id;
-			got->visible_ats[kept] = got->visible_ats[first + k];
-			kept++;
-			continue;
-		}
-
-		/* Given up: this receive was none. */
-		skip[r] = true;
-		gone_ids[ngone++] = id;
-		fix_ids[nfix] = id;
-		fix_d[nfix] = Int32GetDatum(pending[k] - 1);
-		fix_vnull[nfix] = false;
-		fix_v[nfix] = TimestampTzGetDatum(Max(not_before[k], now));
-		nfix++;
-		if (used_up)
-		{
-			dlq_ids[ndlq] = id;
-			dlq_groups[ndlq] = isnull ? (Datum) 0 : g;
-			ndlq++;
-		}
-		if (q->fifo && !isnull && !behind)
-			held_back[nheld_back++] = g;
-	}
-	got->n = kept;
-
-	{
-		Datum		args[3];
-		int			rc;
-
-		args[0] = queue_int8_array(nfix, fix_ids);
-		args[1] = PointerGetDatum(construct_array(fix_d, nfix, INT4OID, 4, true, TYPALIGN_INT));
-		{
-			int			dims[1] = {nfix};
-			int			lbs[1] = {1};
-
-			args[2] = PointerGetDatum(construct_md_array(fix_v, fix_vnull, 1, dims, lbs,
-														 TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL,
-														 TYPALIGN_DOUBLE));
-		}
-		rc = queue_exec(q, QP_RECEIVE_FIXUP, args, NULL, false, 0);
-		if (rc != SPI_OK_UPDATE)
-			elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
-	}
-	queue_failed_withdrawn(q, ngone, gone_ids);
-	/* those given up are ready again from now on (counts.c) */
-	if (ngone > 0 && !q->fifo)
-		queue_note_ready(q->id, now, QUEUE_READY_NONE);
-	if (written > 0)
-		queue_count(q->id, QC_RECEIVED, written);
-	if (ndlq > 0)
-		(void) queue_dead_letter(q, ndlq, dlq_ids, dlq_groups);
-	/* Groups held back may come back later: their rows say when. */
-	if (nheld_back > 0)
-	{
-		nheld_back = queue_sort_unique_texts(held_back, nheld_back);
-		queue_fifo_refresh_groups(q, nheld_back, held_back);
-	}
-	return ngone;
-}
-
-/*
  * One receive statement: lease up to want messages (on a FIFO queue from
  * at most group_limit groups, 0 for no limit, none of those already
  * touched), move the ones received too often to the dead-letter queue,
@@ -441,11 +273,8 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	int32	   *counts;
 	int			ncounted = 0;
 	uint64	   *rows;
-	int			first;
-	int32	   *pending;
-	TimestampTz *not_before;
-	bool	   *skip = NULL;
-	int32	   *count_of = NULL;
+	QueueLeased leased;
+	int			given_up;
 	bool		isnull;
 	bool		bounded = false;
 	QueueReadyRead ready;
@@ -474,8 +303,24 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 		args[6] = kind == QP_FIFO_RECEIVE_DLQ_MORE ?
 			queue_text_array(got->nmoved_groups, got->moved_groups, NULL) :
 			queue_text_array(got->ngroups, got->groups, NULL);
-		args[7] = Int32GetDatum(q->max_receive_count);
-		args[8] = queue_int8_array(got->n, got->ids);
+		if (kind != QP_FIFO_RECEIVE_DLQ_MORE)
+		{
+			/* the walk of the group heads starts at their bound (counts.c) */
+			int64		from = queue_ready_from(q->id, q->shared ? -q->store_id :
+												(int64) q->group_relid, now,
+												&q->counter_slot, &ready);
+
+			if (kind == QP_FIFO_RECEIVE)
+				args[7] = Int64GetDatum(from);
+			else
+				args[9] = Int64GetDatum(from);
+			bounded = true;
+		}
+		if (kind != QP_FIFO_RECEIVE)
+		{
+			args[7] = Int32GetDatum(q->max_receive_count);
+			args[8] = queue_int8_array(got->n, got->ids);
+		}
 	}
 	else
 	{
@@ -520,7 +365,26 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	if (!q->fifo && nrows > 0)
 		queue_note_ready(q->id, now + vt, bounded ? ready.from : DT_NOBEGIN);
 	got->fair_raced = kind == QP_FAIR_RECEIVE && nrows == 0;
-	if (bounded)
+	if (bounded && q->fifo)
+	{
+		/* now and then, the bound up to the first head there is */
+		if (queue_ready_probe_due(&ready, now))
+		{
+			Datum		arg = Int64GetDatum(ready.from);
+			SPITupleTable *probe = tt;
+
+			rc = queue_exec(q, QP_GROUP_MIN_HEAD, &arg, NULL, false, 1);
+			if (rc != SPI_OK_SELECT)
+				elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
+			if (SPI_processed == 1)
+				queue_ready_raise(&ready, DatumGetInt64(SPI_getbinval(SPI_tuptable->vals[0],
+																	  SPI_tuptable->tupdesc,
+																	  1, &isnull)));
+			SPI_freetuptable(SPI_tuptable);
+			SPI_tuptable = probe;
+		}
+	}
+	else if (bounded)
 	{
 		/*
 		 * Nothing ready is left below now when the scan came short, else
@@ -533,7 +397,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 		else
 			for (uint64 r = 0; r < nrows; r++)
 			{
-				Datum		d = SPI_getbinval(tt->vals[r], tt->tupdesc, COL_SENT_AT, &isnull);
+				Datum		d = SPI_getbinval(tt->vals[r], tt->tupdesc, RCOL_SENT_AT, &isnull);
 
 				if (!isnull && DatumGetTimestampTz(d) > to)
 					to = DatumGetTimestampTz(d);
@@ -549,9 +413,9 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 
 	for (uint64 r = 0; r < nrows; r++)
 	{
-		Datum		g = SPI_getbinval(tt->vals[r], tt->tupdesc, COL_GROUP, &isnull);
+		Datum		g = SPI_getbinval(tt->vals[r], tt->tupdesc, RCOL_GROUP, &isnull);
 
-		if (is_dead_letter(tt, r))
+		if (queue_row_is_dead_letter(tt, r))
 		{
 			(*moved)++;
 			got->nmoves++;
@@ -574,48 +438,36 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 			}
 			got->groups[got->ngroups++] = PointerGetDatum(PG_DETOAST_DATUM_COPY(g));
 		}
-		if (is_dead_letter(tt, r))
+		if (queue_row_is_dead_letter(tt, r))
 			continue;
 		got->ids[got->n] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc,
-													   COL_MESSAGE_ID, &isnull));
+													   RCOL_MESSAGE_ID, &isnull));
 		got->visible_ats[got->n] = SPI_getbinval(tt->vals[r], tt->tupdesc,
-												 COL_VISIBLE_AT, &isnull);
+												 RCOL_VISIBLE_AT, &isnull);
 		rows[ncounted] = r;
 		counts[ncounted++] = DatumGetInt32(SPI_getbinval(tt->vals[r], tt->tupdesc,
-														 COL_RECEIVE_COUNT, &isnull));
+														 RCOL_RECEIVE_COUNT, &isnull));
 		got->n++;
 	}
 
 	/*
 	 * If this (sub)transaction rolls back, these receives still count;
-	 * and receives of them that rolled back before count now (failed.c).
+	 * receives of them that rolled back before count now, and messages
+	 * received too often go to the dead-letter queue instead (lease/).
 	 */
-	first = got->n - ncounted;
-	pending = palloc(Max(ncounted, 1) * sizeof(int32));
-	not_before = palloc(Max(ncounted, 1) * sizeof(TimestampTz));
-	if (queue_failed_leased(q, ncounted, got->ids + first, counts, vt, now,
-							pending, not_before) > 0)
-	{
-		int			given_up;
-
-		skip = palloc0(Max(nrows, 1) * sizeof(bool));
-		count_of = palloc(Max(nrows, 1) * sizeof(int32));
-		for (uint64 r = 0; r < nrows; r++)
-			count_of[r] = is_dead_letter(tt, r) ? 0 :
-				DatumGetInt32(SPI_getbinval(tt->vals[r], tt->tupdesc,
-											COL_RECEIVE_COUNT, &isnull));
-		given_up = settle_rolled_back(q, tt, now, got, first, ncounted, rows,
-									  counts, pending, not_before, skip, count_of);
-
-		/* Like moves, they leave room in the batch for another try. */
-		*moved += given_up;
-		got->nmoves += given_up;
-	}
-
-	/* Messages received too often go to the dead-letter queue instead. */
-	if (q->max_receive_count > 0)
-		(void) move_dead_letters(q, tt, nrows);
-	emit_messages(rsinfo, q, tt, nrows, true, nonce, skip, count_of);
+	leased.tt = tt;
+	leased.nrows = nrows;
+	leased.n = ncounted;
+	leased.rows = rows;
+	leased.ids = got->ids + (got->n - ncounted);
+	leased.visible_ats = got->visible_ats + (got->n - ncounted);
+	leased.counts = counts;
+	given_up = queue_lease_settle(q, &leased, vt, now);
+	got->n -= ncounted - leased.n;
+	/* Like moves, those given up leave room in the batch for another try. */
+	*moved += given_up;
+	got->nmoves += given_up;
+	emit_messages(rsinfo, q, tt, nrows, true, nonce, leased.skip, leased.count_of);
 	return nrows;
 }
 

@@ -175,8 +175,25 @@ counter_entry(int64 queue_id, bool create)
  *    queue id used again (queue_reset_counters); and every READY_RECHECK
  *    one receive scans from the start anyway, so that rows written by hand
  *    into a queue's table are found within that time.
+ *
+ * A FIFO queue keeps the same bound over its groups' rows (g<id>) and in
+ * message ids: no group row has a head_seq below it, so the receive's walk
+ * of the groups' head index starts there, past the versions of rows whose
+ * head has moved on (every delete moves a head) that a held snapshot
+ * keeps.  A group's messages all have ids at or above its head_seq (a
+ * send's are newer; a move into a group lowers its head in the same
+ * transaction), so the walk of a group's messages starts at its head.
+ * Raised at most every READY_PROBE by one receive, to the first head it
+ * finds from the bound (QP_GROUP_MIN_HEAD), under the same generation
+ * rule; lowered when a transaction ends that made a group row with a head
+ * below the bound: a send's new groups (their heads at commit) and moves
+ * into groups (queue_fifo_add_moved_groups: to the start at commit).  A
+ * receive or an abort never lowers a head (a receive does not write it; an
+ * abort puts back a head already counted).  Resets and the 30 s look from
+ * the start as above.
  */
 #define READY_RECHECK	(30 * USECS_PER_SEC)
+#define READY_PROBE		(100 * 1000)
 
 static void
 ready_lower(QueueCounterEntry *e, int64 queue_id, TimestampTz v)
@@ -265,6 +282,29 @@ queue_ready_from(int64 queue_id, int64 key, TimestampTz now, void **cache,
 	r->from = from;
 	SpinLockRelease(&e->ready_lock);
 	return from;
+}
+
+/*
+ * Whether this FIFO receive is the one to look for the first group head
+ * (at most one every READY_PROBE per queue); claims the look when it is.
+ */
+bool
+queue_ready_probe_due(const QueueReadyRead *r, TimestampTz now)
+{
+	QueueCounterEntry *e = (QueueCounterEntry *) r->slot;
+	bool		due = false;
+
+	if (e == NULL || IsolationUsesXactSnapshot())
+		return false;
+	SpinLockAcquire(&e->ready_lock);
+	if (e->dbid == MyDatabaseId && e->queue_id == r->queue_id &&
+		(now - e->ready_probed > READY_PROBE || now < e->ready_probed))
+	{
+		e->ready_probed = now;
+		due = true;
+	}
+	SpinLockRelease(&e->ready_lock);
+	return due;
 }
 
 /* After the receive's scan: no message of the queue is ready below to. */

@@ -140,6 +140,7 @@ typedef struct QueueCounterEntry
 	TimestampTz ready_from;		/* no message is ready below this */
 	uint64		ready_gen;		/* bumped by every lowering */
 	TimestampTz ready_checked;	/* when a receive last scanned from the start */
+	TimestampTz ready_probed;	/* FIFO: when a receive last looked for the first head */
 } QueueCounterEntry;
 
 /* What messages a standard queue's sends carried (fair.c), kept per queue. */
@@ -276,6 +277,7 @@ typedef struct QueueReadyRead	/* a receive's read of the ready bound */
 extern TimestampTz queue_ready_from(int64 queue_id, int64 key, TimestampTz now,
 									void **cache, QueueReadyRead *r);
 extern void queue_ready_raise(const QueueReadyRead *r, TimestampTz to);
+extern bool queue_ready_probe_due(const QueueReadyRead *r, TimestampTz now);
 extern void queue_note_ready(int64 queue_id, TimestampTz at_commit,
 							 TimestampTz at_abort);
 extern void queue_wake(int64 queue_id);

@@ -258,6 +258,8 @@ queue_fifo_add_moved_groups(QueueMeta *q, int ngroups, Datum *groups)
 	rc = queue_exec_snapshot(q, QP_GROUP_ADD_MOVED, &arg, NULL, GetLatestSnapshot(), false, 0);
 	if (rc != SPI_OK_INSERT)
 		elog(ERROR, "adding message groups failed: %s", SPI_result_code_string(rc));
+	/* a head may now be below the heads' bound (counts.c) */
+	queue_note_ready(q->id, DT_NOBEGIN, QUEUE_READY_NONE);
 }
 
 /*
@@ -594,10 +596,18 @@ queue_fifo_new_groups(QueueMeta *q, int ngroups, Datum *groups,
 {
 	Datum	   *avail = palloc(Max(ngroups, 1) * sizeof(Datum));
 
+	int64		first = PG_INT64_MAX;
+
 	for (int i = 0; i < ngroups; i++)
+	{
 		avail[i] = TimestampTzGetDatum(available_at);
+		first = Min(first, heads[i]);
+	}
 	group_rows_statement(q, QP_GROUP_NEW_ONE, QP_GROUP_NEW, SPI_OK_INSERT,
 						 ngroups, groups, heads, avail);
+	/* heads the heads' bound may have passed, when this commits (counts.c) */
+	if (ngroups > 0)
+		queue_note_ready(q->id, first, QUEUE_READY_NONE);
 }
 
 /*

@@ -97,6 +97,33 @@ queue_dead_letter(QueueMeta *q, int n, const int64 *ids, Datum *groups)
 }
 
 /*
+ * Move the rows a receive statement flagged as received too often
+ * (queue_row_is_dead_letter) to the dead-letter queue.
+ */
+void
+queue_dead_letter_flagged(QueueMeta *q, SPITupleTable *tt, uint64 nrows)
+{
+	int64	   *ids = palloc(Max(nrows, 1) * sizeof(int64));
+	Datum	   *groups = palloc(Max(nrows, 1) * sizeof(Datum));
+	int			n = 0;
+
+	for (uint64 r = 0; r < nrows; r++)
+	{
+		bool		isnull;
+		Datum		g;
+
+		if (!queue_row_is_dead_letter(tt, r))
+			continue;
+		ids[n] = DatumGetInt64(SPI_getbinval(tt->vals[r], tt->tupdesc, RCOL_MESSAGE_ID, &isnull));
+		g = SPI_getbinval(tt->vals[r], tt->tupdesc, RCOL_GROUP, &isnull);
+		groups[n] = isnull ? (Datum) 0 : g;
+		n++;
+	}
+	if (n > 0)
+		(void) queue_dead_letter(q, n, ids, groups);
+}
+
+/*
  * The worker's share: messages of q whose lease ran out in (since, now]
  * after max_receive_count receives go to the dead-letter queue even when
  * nobody receives.  Only that time range of the visible_at index is read

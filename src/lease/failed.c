@@ -479,7 +479,7 @@ wake_worker(void)
  * the time before which it must not be delivered.  Returns how many need
  * that (pending > 0 or not_before after now); 0 leaves the arrays unset.
  */
-int
+static int
 queue_failed_leased(QueueMeta *q, int n, const int64 *ids, const int32 *receive_counts,
 					int64 vt, TimestampTz now, int32 *pending, TimestampTz *not_before)
 {
@@ -555,7 +555,7 @@ queue_failed_leased(QueueMeta *q, int n, const int64 *ids, const int32 *receive_
  * Of messages queue_failed_leased registered, these are not delivered
  * after all (the receive gave them up): their receive is no receive.
  */
-void
+static void
 queue_failed_withdrawn(QueueMeta *q, int n, const int64 *ids)
 {
 	TransactionId xid = GetCurrentTransactionIdIfAny();
@@ -574,6 +574,163 @@ queue_failed_withdrawn(QueueMeta *q, int n, const int64 *ids)
 			e->h_adds--;
 	}
 	LWLockRelease(failed_shared->lock);
+}
+
+/*
+ * Some messages a receive statement just leased had receives that rolled
+ * back and are not in their rows yet (above).  Each such row gets them
+ * now; one whose count, so completed, reaches max_receive_count, or whose
+ * retry delay has not passed, is given up instead of delivered (it moves
+ * to the dead-letter queue, or comes back at the end of the delay), and
+ * on a FIFO queue so is the rest of its group in this batch, which must
+ * not pass it.  k indexes the statement's deliveries (l->ids[k], row
+ * l->rows[k], l->counts[k] after this receive); l->skip and l->count_of
+ * (per row) are set.  Returns how many were given up; l keeps the
+ * deliveries, in order.
+ */
+static int
+settle_rolled_back(QueueMeta *q, QueueLeased *l, TimestampTz now,
+				   const int32 *pending, const TimestampTz *not_before)
+{
+	SPITupleTable *tt = l->tt;
+	int			n = l->n;
+	int64	   *fix_ids = palloc(n * sizeof(int64));
+	Datum	   *fix_d = palloc(n * sizeof(Datum));
+	Datum	   *fix_v = palloc(n * sizeof(Datum));
+	bool	   *fix_vnull = palloc(n * sizeof(bool));
+	int			nfix = 0;
+	int64	   *gone_ids = palloc(n * sizeof(int64));
+	int			ngone = 0;
+	int64	   *dlq_ids = palloc(n * sizeof(int64));
+	Datum	   *dlq_groups = palloc(n * sizeof(Datum));
+	int			ndlq = 0;
+	Datum	   *held_back = palloc(n * sizeof(Datum));
+	int			nheld_back = 0;
+	int64		written = 0;
+	int			kept = 0;
+
+	for (int k = 0; k < n; k++)
+	{
+		uint64		r = l->rows[k];
+		int64		id = l->ids[k];
+		int32		count = l->counts[k] - 1 + pending[k];	/* before this receive */
+		bool		isnull;
+		Datum		g = SPI_getbinval(tt->vals[r], tt->tupdesc, RCOL_GROUP, &isnull);
+		bool		behind = false;
+		bool		used_up = q->max_receive_count > 0 && count >= q->max_receive_count;
+
+		if (q->fifo && !isnull)
+			for (int i = 0; i < nheld_back && !behind; i++)
+				behind = queue_text_cmp(&held_back[i], &g) == 0;
+		written += pending[k];
+		if (!used_up && !behind && not_before[k] <= now)
+		{
+			/* Delivered, showing every receive. */
+			if (pending[k] > 0)
+			{
+				fix_ids[nfix] = id;
+				fix_d[nfix] = Int32GetDatum(pending[k]);
+				fix_vnull[nfix] = true;
+				fix_v[nfix] = (Datum) 0;
+				nfix++;
+				l->count_of[r] = l->counts[k] + pending[k];
+			}
+			l->ids[kept] = id;
+			l->visible_ats[kept] = l->visible_ats[k];
+			kept++;
+			continue;
+		}
+
+		/* Given up: this receive was none. */
+		l->skip[r] = true;
+		gone_ids[ngone++] = id;
+		fix_ids[nfix] = id;
+		fix_d[nfix] = Int32GetDatum(pending[k] - 1);
+		fix_vnull[nfix] = false;
+		fix_v[nfix] = TimestampTzGetDatum(Max(not_before[k], now));
+		nfix++;
+		if (used_up)
+		{
+			dlq_ids[ndlq] = id;
+			dlq_groups[ndlq] = isnull ? (Datum) 0 : g;
+			ndlq++;
+		}
+		if (q->fifo && !isnull && !behind)
+			held_back[nheld_back++] = g;
+	}
+	l->n = kept;
+
+	{
+		Datum		args[3];
+		int			rc;
+
+		args[0] = queue_int8_array(nfix, fix_ids);
+		args[1] = PointerGetDatum(construct_array(fix_d, nfix, INT4OID, 4, true, TYPALIGN_INT));
+		{
+			int			dims[1] = {nfix};
+			int			lbs[1] = {1};
+
+			args[2] = PointerGetDatum(construct_md_array(fix_v, fix_vnull, 1, dims, lbs,
+														 TIMESTAMPTZOID, 8, FLOAT8PASSBYVAL,
+														 TYPALIGN_DOUBLE));
+		}
+		rc = queue_exec(q, QP_RECEIVE_FIXUP, args, NULL, false, 0);
+		if (rc != SPI_OK_UPDATE)
+			elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
+	}
+	queue_failed_withdrawn(q, ngone, gone_ids);
+	/* those given up are ready again from now on (counts.c) */
+	if (ngone > 0 && !q->fifo)
+		queue_note_ready(q->id, now, QUEUE_READY_NONE);
+	if (written > 0)
+		queue_count(q->id, QC_RECEIVED, written);
+	if (ndlq > 0)
+		(void) queue_dead_letter(q, ndlq, dlq_ids, dlq_groups);
+	/* Groups held back may come back later: their rows say when. */
+	if (nheld_back > 0)
+	{
+		nheld_back = queue_sort_unique_texts(held_back, nheld_back);
+		queue_fifo_refresh_groups(q, nheld_back, held_back);
+	}
+	return ngone;
+}
+
+/*
+ * After a receive statement (api/receive.c): register its leases, so that
+ * a rollback still counts them; fold in the receives of them that rolled
+ * back before, giving up those so used up or not yet due
+ * (settle_rolled_back); and move the rows the statement flagged as
+ * received too often to the dead-letter queue.  Returns how many
+ * deliveries were given up; l->n, l->ids and l->visible_ats keep the
+ * rest, and l->skip and l->count_of say what to leave out and which
+ * counts to show (NULL when nothing changed).
+ */
+int
+queue_lease_settle(QueueMeta *q, QueueLeased *l, int64 vt, TimestampTz now)
+{
+	int32	   *pending = palloc(Max(l->n, 1) * sizeof(int32));
+	TimestampTz *not_before = palloc(Max(l->n, 1) * sizeof(TimestampTz));
+	int			given_up = 0;
+
+	l->skip = NULL;
+	l->count_of = NULL;
+	if (queue_failed_leased(q, l->n, l->ids, l->counts, vt, now, pending, not_before) > 0)
+	{
+		l->skip = palloc0(Max(l->nrows, 1) * sizeof(bool));
+		l->count_of = palloc(Max(l->nrows, 1) * sizeof(int32));
+		for (uint64 r = 0; r < l->nrows; r++)
+		{
+			bool		isnull;
+
+			l->count_of[r] = queue_row_is_dead_letter(l->tt, r) ? 0 :
+				DatumGetInt32(SPI_getbinval(l->tt->vals[r], l->tt->tupdesc,
+											RCOL_RECEIVE_COUNT, &isnull));
+		}
+		given_up = settle_rolled_back(q, l, now, pending, not_before);
+	}
+	if (q->max_receive_count > 0)
+		queue_dead_letter_flagged(q, l->tt, l->nrows);
+	return given_up;
 }
 
 /* ------------------------------------------------------------------------

@@ -7,7 +7,8 @@
  *	  call this folder; it calls neither.
  *
  * Files of src/lease/, top to bottom (a file calls only files below it):
- *	  failed.c    rolled-back receives: counted, retried after retry_delay
+ *	  failed.c    rolled-back receives: counted, retried after retry_delay;
+ *	              what a receive statement leased, settled (queue_lease_settle)
  *	  deadletter.c moves to the dead-letter queue, redrive (bounded: move tasks)
  *
  * May call: fifo/, state/, access/, storage/, common/.  Nothing here includes or calls a folder above
@@ -29,6 +30,7 @@
 /* deadletter.c */
 extern uint64 queue_dead_letter(QueueMeta *q, int n, const int64 *ids,
 								Datum *groups);
+extern void queue_dead_letter_flagged(QueueMeta *q, SPITupleTable *tt, uint64 nrows);
 extern uint64 queue_dead_letter_sweep(QueueMeta *q, TimestampTz since,
 									  TimestampTz now);
 extern char *queue_name_of(int64 id);
@@ -43,10 +45,21 @@ typedef enum QueueRetry
 	QUEUE_RETRY_EXPONENTIAL		/* ... after 1, 2, 4 ... s, capped at that */
 } QueueRetry;
 
-extern int	queue_failed_leased(QueueMeta *q, int n, const int64 *ids,
-								const int32 *receive_counts, int64 vt, TimestampTz now,
-								int32 *pending, TimestampTz *not_before);
-extern void queue_failed_withdrawn(QueueMeta *q, int n, const int64 *ids);
+/* What a receive statement leased (api/receive.c), for queue_lease_settle. */
+typedef struct QueueLeased
+{
+	SPITupleTable *tt;			/* the statement's rows (RCOL_*) */
+	uint64		nrows;
+	int			n;				/* deliveries among them (not flagged to move) */
+	const uint64 *rows;			/* the row of each delivery */
+	int64	   *ids;			/* each delivery's message id */
+	Datum	   *visible_ats;	/* ... and the end of its lease */
+	const int32 *counts;		/* ... and its receive_count, with this receive */
+	bool	   *skip;			/* set: per row, given up (NULL: none) */
+	int32	   *count_of;		/* set: per row, the count to show (NULL: as is) */
+} QueueLeased;
+
+extern int	queue_lease_settle(QueueMeta *q, QueueLeased *l, int64 vt, TimestampTz now);
 extern void queue_set_retry(QueueRetry how);
 extern void queue_failed_uncount(void);
 extern int64 queue_retry_delay(QueueRetry how, int32 rc, int64 vt, int64 queue_retry_delay);

@@ -55,6 +55,7 @@ typedef enum QueuePlanKind
 	QP_GROUP_SET,				/* new heads of groups (groups.c) */
 	QP_GROUP_SET_ONE,
 	QP_GROUP_DROP,				/* rows of groups found empty */
+	QP_GROUP_MIN_HEAD,			/* the first head from the heads' bound (counts.c) */
 	QP_FIFO_RECEIVE,
 	QP_ATTEMPT_GET,
 	QP_ATTEMPT_MSGS,
@@ -142,6 +143,33 @@ typedef struct QueueMeta
 #define QCOL_RECEIVE_COUNT	7
 #define QCOL_GROUP			8
 #define GCOL_LEASED_UPTO	4
+
+/*
+ * Columns of the rows a receive statement returns (plans.c's MSG_COLUMNS;
+ * on a queue with a dead-letter queue a last one says the row is to move
+ * there), 1-based: api/receive.c emits them, lease/ settles them.
+ */
+#define RCOL_MESSAGE_ID		1
+#define RCOL_BODY			2
+#define RCOL_ATTRIBUTES		3
+#define RCOL_GROUP			4
+#define RCOL_DEDUP			5
+#define RCOL_SEQUENCE		6
+#define RCOL_RECEIVE_COUNT	7
+#define RCOL_SENT_AT		8
+#define RCOL_FIRST_RECEIVED	9
+#define RCOL_VISIBLE_AT		10
+#define RCOL_DEAD_LETTER	11
+
+/* Whether row r of a receive statement's result is to move to the dead-letter queue. */
+static inline bool
+queue_row_is_dead_letter(SPITupleTable *tt, uint64 r)
+{
+	bool		isnull;
+
+	return tt->tupdesc->natts >= RCOL_DEAD_LETTER &&
+		DatumGetBool(SPI_getbinval(tt->vals[r], tt->tupdesc, RCOL_DEAD_LETTER, &isnull));
+}
 
 /* catalog.c */
 extern QueueMeta *queue_lookup(text *name);

@@ -419,14 +419,35 @@ t
 like($err, qr/extension "citus" is not installed/, '1.8: queue.citus_setup() without Citus says so');
 is(sql("SELECT count(*) FROM pg_namespace WHERE nspname = 'queue_citus'"), '0', '... and makes nothing');
 
-# 1.8 -> 1.9: the extension's own move of queues between Citus nodes
-# (queue.citus_move_shard, issue 37).  Nothing changes without Citus: every
-# message is there, sends and receipts work, and the move says Citus is
+# 1.8 -> 1.9: the shared tables' key columns keep one distinct value in
+# their statistics (issue 38), so that an ANALYZE under a held snapshot
+# cannot make their plans read a store's whole range.
+# The same step brings the extension's own move of queues between Citus
+# nodes (queue.citus_move_shard, issue 37).  Nothing changes without
+# Citus: sends work, no move is recorded, and the move says Citus is
 # missing (55000).
 $before_peek = sql($peek);
 sql("ALTER EXTENSION queue UPDATE TO '1.9'");
 is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.9', 'updated to 1.9');
 is(sql($peek), $before_peek, '1.9: every message unchanged, in delivery order');
+my $key_stats = q(
+SELECT string_agg(c.relname || '.' || a.attname || ' ' ||
+				  (SELECT string_agg(o, ',') FROM unnest(a.attoptions) o WHERE o LIKE 'n_distinct=%'),
+				  '; ' ORDER BY c.relname)
+FROM pg_attribute a JOIN pg_class c ON c.oid = a.attrelid
+WHERE c.relnamespace = 'queue_data'::regnamespace AND c.relkind = 'r'
+  AND a.attname IN ('store_id', 'queue_id') AND c.relname !~ '^[qgda][0-9]');
+is(sql($key_stats), 'dedup_ids.queue_id n_distinct=1; fifo_messages.store_id n_distinct=1; '
+	. 'groups.store_id n_distinct=1; messages.store_id n_distinct=1; receive_attempts.queue_id n_distinct=1',
+	'1.9: the shared tables\' keys have one distinct value in their statistics');
+is(sql(q(
+SELECT queue.create('up_keys', dedicated => false) > 0;
+SELECT count(*) FROM queue.send_batch('up_keys', ARRAY['a', 'b', 'c']);
+ANALYZE queue_data.messages;
+SELECT n_distinct FROM pg_stats
+WHERE schemaname = 'queue_data' AND tablename = 'messages' AND attname = 'store_id';
+SELECT queue.drop('up_keys');
+)), "t\n3\n1\nt", '... which ANALYZE keeps');
 is(sql(q(
 SELECT count(*) FROM queue.send('up_std', 'sent at 1.9');
 SELECT count(*) FROM queue._citus_moves;
@@ -442,6 +463,7 @@ GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
 ));
 is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.9',
 	'a fresh install is 1.9');
+is($node->safe_psql('fresh', $key_stats), sql($key_stats), '... with the same key statistics as the upgraded one');
 sub schema_dump
 {
 	my ($db) = @_;
