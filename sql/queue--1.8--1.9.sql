@@ -87,6 +87,24 @@ END
 $$;
 REVOKE ALL ON FUNCTION @extschema@._citus_move_superuser(text) FROM PUBLIC;
 
+/* Refuse, but on the coordinator of a cluster queue.citus_setup() set up (55000). */
+CREATE FUNCTION @extschema@._citus_check_coordinator(what text)
+	RETURNS void LANGUAGE plpgsql
+	SET search_path = pg_catalog, pg_temp
+AS $$
+BEGIN
+	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'citus')
+	   OR pg_catalog.to_regclass('queue_citus.placements') IS NULL THEN
+		RAISE EXCEPTION 'this database is not set up for queues on Citus' USING ERRCODE = '55000',
+			HINT = 'Call queue.citus_setup() on the coordinator first.';
+	END IF;
+	IF (SELECT l.groupid FROM pg_catalog.pg_dist_local_group l) OPERATOR(pg_catalog.<>) 0 THEN
+		RAISE EXCEPTION '% must be run on the coordinator', what USING ERRCODE = '55000';
+	END IF;
+END
+$$;
+REVOKE ALL ON FUNCTION @extschema@._citus_check_coordinator(text) FROM PUBLIC;
+
 /*
  * This node's shard of queue_citus.moving beside the anchor's shard_id
  * (the one of the same hash range), as a regclass; an error when there is
@@ -663,14 +681,7 @@ BEGIN
 	ELSIF target_port IS NULL THEN
 		RAISE EXCEPTION 'argument "target_port" must not be null' USING ERRCODE = '22004';
 	END IF;
-	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'citus')
-	   OR pg_catalog.to_regclass('queue_citus.placements') IS NULL THEN
-		RAISE EXCEPTION 'this database is not set up for queues on Citus' USING ERRCODE = '55000',
-			HINT = 'Call queue.citus_setup() on the coordinator first.';
-	END IF;
-	IF (SELECT l.groupid FROM pg_catalog.pg_dist_local_group l) OPERATOR(pg_catalog.<>) 0 THEN
-		RAISE EXCEPTION 'queue.citus_move_shard must be run on the coordinator' USING ERRCODE = '55000';
-	END IF;
+	PERFORM queue._citus_check_coordinator('queue.citus_move_shard');
 	SELECT n.groupid, n.nodename::text AS nodename, n.nodeport INTO src
 	FROM pg_catalog.pg_dist_shard s
 	JOIN pg_catalog.pg_dist_placement p ON p.shardid OPERATOR(pg_catalog.=) s.shardid
@@ -811,14 +822,7 @@ BEGIN
 	ELSIF node_port IS NULL THEN
 		RAISE EXCEPTION 'argument "node_port" must not be null' USING ERRCODE = '22004';
 	END IF;
-	IF NOT EXISTS (SELECT FROM pg_catalog.pg_extension e WHERE e.extname OPERATOR(pg_catalog.=) 'citus')
-	   OR pg_catalog.to_regclass('queue_citus.placements') IS NULL THEN
-		RAISE EXCEPTION 'this database is not set up for queues on Citus' USING ERRCODE = '55000',
-			HINT = 'Call queue.citus_setup() on the coordinator first.';
-	END IF;
-	IF (SELECT l.groupid FROM pg_catalog.pg_dist_local_group l) OPERATOR(pg_catalog.<>) 0 THEN
-		RAISE EXCEPTION 'queue.citus_set_sqs_endpoint must be run on the coordinator' USING ERRCODE = '55000';
-	END IF;
+	PERFORM queue._citus_check_coordinator('queue.citus_set_sqs_endpoint');
 	IF endpoint IS NOT NULL AND endpoint OPERATOR(pg_catalog.!~) '^https?://[A-Za-z0-9.:\[\]_-]+(/[A-Za-z0-9._~/-]*)?$' THEN
 		RAISE EXCEPTION 'argument "endpoint" must be an http:// or https:// URL of the node''s SQS endpoint'
 			USING ERRCODE = '22023', DETAIL = pg_catalog.format('It is %L.', endpoint);

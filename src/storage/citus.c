@@ -259,30 +259,26 @@ check_local(text *name, const char *argname, const char *of)
 	{
 		Oid			types[2] = {TEXTOID, OIDOID};
 
-		plan = plans[moves] = queue_keep_plan(moves ?
-							   "SELECT n.groupid OPERATOR(pg_catalog.=) "
-						       "(SELECT groupid FROM pg_catalog.pg_dist_local_group), "
-						       "n.nodename, n.nodeport, "
-						       "EXISTS (SELECT FROM queue._citus_moves m "
-						       "WHERE m.shard_id OPERATOR(pg_catalog.=) p.shardid) "
-						       "FROM pg_catalog.pg_dist_placement p "
-						       "JOIN pg_catalog.pg_dist_node n "
-						       "ON n.groupid OPERATOR(pg_catalog.=) p.groupid "
-						       "AND n.noderole OPERATOR(pg_catalog.=) 'primary' "
-						       "WHERE p.shardid OPERATOR(pg_catalog.=) "
-						       "pg_catalog.get_shard_id_for_distribution_column("
-						       "$2::pg_catalog.regclass, $1::queue.placement_key)" :
-							   "SELECT n.groupid OPERATOR(pg_catalog.=) "
-						       "(SELECT groupid FROM pg_catalog.pg_dist_local_group), "
-						       "n.nodename, n.nodeport, false "
-						       "FROM pg_catalog.pg_dist_placement p "
-						       "JOIN pg_catalog.pg_dist_node n "
-						       "ON n.groupid OPERATOR(pg_catalog.=) p.groupid "
-						       "AND n.noderole OPERATOR(pg_catalog.=) 'primary' "
-						       "WHERE p.shardid OPERATOR(pg_catalog.=) "
-						       "pg_catalog.get_shard_id_for_distribution_column("
-						       "$2::pg_catalog.regclass, $1::queue.placement_key)",
-						       2, types);
+		/* the same statement, with or without the moves' column */
+#define PLACEMENT_SELECT(moving) \
+		"SELECT n.groupid OPERATOR(pg_catalog.=) " \
+		"(SELECT groupid FROM pg_catalog.pg_dist_local_group), " \
+		"n.nodename, n.nodeport, " moving " " \
+		"FROM pg_catalog.pg_dist_placement p " \
+		"JOIN pg_catalog.pg_dist_node n " \
+		"ON n.groupid OPERATOR(pg_catalog.=) p.groupid " \
+		"AND n.noderole OPERATOR(pg_catalog.=) 'primary' " \
+		"WHERE p.shardid OPERATOR(pg_catalog.=) " \
+		"pg_catalog.get_shard_id_for_distribution_column(" \
+		"$2::pg_catalog.regclass, $1::queue.placement_key)"
+
+		plan = plans[moves] =
+			queue_keep_plan(moves ?
+							PLACEMENT_SELECT("EXISTS (SELECT FROM queue._citus_moves m "
+											 "WHERE m.shard_id OPERATOR(pg_catalog.=) p.shardid)") :
+							PLACEMENT_SELECT("false"),
+							2, types);
+#undef PLACEMENT_SELECT
 	}
 	args[0] = PointerGetDatum(name);
 	args[1] = ObjectIdGetDatum(known_anchor);

@@ -71,18 +71,19 @@ if (!-f "$pkglib/citus.so")
 
 # --- A coordinator and two workers -----------------------------------------
 
-my @nodes;
 my %sqs_port;
-for my $name (qw(coord w1 w2))
+# a node of the cluster, started, with Citus created; $sqs: with the SQS
+# endpoint (section 11)
+sub citus_node
 {
+	my ($name, $sqs) = @_;
 	my $n = PostgreSQL::Test::Cluster->new("citus_$name");
 	$n->init;
-	if ($name ne 'coord' && -f "$pkglib/queue_sqs.so")
+	if ($sqs && -f "$pkglib/queue_sqs.so")
 	{
-		# the SQS endpoint, on the workers (section 11)
-		$sqs_port{"citus_$name"} = PostgreSQL::Test::Cluster::get_free_port();
+		$sqs_port{ $n->name } = PostgreSQL::Test::Cluster::get_free_port();
 		$n->append_conf('postgresql.conf',
-			"queue.sqs_listen = '127.0.0.1:$sqs_port{\"citus_$name\"}'\nqueue.sqs_workers = 1");
+			"queue.sqs_listen = '127.0.0.1:$sqs_port{ $n->name }'\nqueue.sqs_workers = 1");
 	}
 	# (Citus's shard moves connect to their own node by citus.local_hostname)
 	$n->append_conf('postgresql.conf', "citus.local_hostname = '" . $n->host . "'");
@@ -96,8 +97,9 @@ wal_level = logical
 ));
 	$n->start;
 	$n->safe_psql('postgres', 'CREATE EXTENSION citus');
-	push @nodes, $n;
+	return $n;
 }
+my @nodes = (citus_node('coord', 0), citus_node('w1', 1), citus_node('w2', 1));
 my ($coord, $w1, $w2) = @nodes;
 $coord->safe_psql('postgres',
 	"SELECT citus_set_coordinator_host('" . $coord->host . "', " . $coord->port . ')');
@@ -536,19 +538,7 @@ ok($coord->poll_query_until('postgres', "SELECT count(*) > 0 FROM queue.send('$t
 # --- 10. The extension's own move of a shard's queues to a new node ---------
 
 # a third worker, added now: it holds no shard of the anchor, so no queue
-my $w3 = PostgreSQL::Test::Cluster->new('citus_w3');
-$w3->init;
-$w3->append_conf('postgresql.conf', "citus.local_hostname = '" . $w3->host . "'");
-$w3->append_conf(
-	'postgresql.conf', q(
-shared_preload_libraries = 'citus,queue'
-queue.sweep_interval = '100ms'
-max_prepared_transactions = 20
-max_worker_processes = 24
-wal_level = logical
-));
-$w3->start;
-$w3->safe_psql('postgres', 'CREATE EXTENSION citus');
+my $w3 = citus_node('w3', 0);
 $coord->safe_psql('postgres', "SELECT citus_add_node('" . $w3->host . "', " . $w3->port . ')');
 is(on($w3, "SELECT extversion FROM pg_extension WHERE extname = 'queue'") . ' '
 	  . on($coord, "SELECT count(*) FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid) "
