@@ -43,6 +43,7 @@
 #include "commands/extension.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
+#include "storage/bufmgr.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
@@ -129,6 +130,23 @@ queue_placement_of(PG_FUNCTION_ARGS)
 }
 
 static void check_local(text *name, const char *argname, const char *of);
+static Oid	moves_relid(void);
+
+/* Whether queue._citus_moves may hold a row: it exists and has a block. */
+static bool
+moves_pending(void)
+{
+	Oid			relid = moves_relid();
+	Relation	rel;
+	bool		any;
+
+	if (!OidIsValid(relid))
+		return false;
+	rel = table_open(relid, AccessShareLock);
+	any = RelationGetNumberOfBlocks(rel) > 0;
+	table_close(rel, AccessShareLock);
+	return any;
+}
 
 /* queue._citus_moves, the shards being moved to or from this node (1.9 on), or InvalidOid. */
 static Oid
@@ -252,8 +270,12 @@ check_local(text *name, const char *argname, const char *of)
 	if (!OidIsValid(known_anchor) || name == NULL)
 		return;
 
-	/* queue._citus_moves (1.9 on): the shards whose queues are moving */
-	moves = OidIsValid(moves_relid());
+	/*
+	 * queue._citus_moves (1.9 on): the shards whose queues are moving.  A
+	 * table of no blocks has no row, committed or not (an insert extends it
+	 * first): then the statement without it, the common case.
+	 */
+	moves = moves_pending();
 	plan = plans[moves];
 	if (plan == NULL)
 	{
