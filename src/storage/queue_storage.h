@@ -21,6 +21,17 @@
  *	    plans are kept with it and freed with it.
  *	  - Every statement here is schema-qualified and takes its values as
  *	    parameters; table names are numeric (q<id>, g<id>, ...).
+ *	  - Held snapshots (issue 38, docs/design.md): no receive walks from the
+ *	    head of an index whose head gathers dead entries.  A standard
+ *	    queue's receive scans visible_at from the queue's ready bound, a
+ *	    FIFO receive the groups' heads from its heads bound, and a group's
+ *	    messages from its head (common/counts.c keeps both bounds and their
+ *	    invariants).  Plans stay narrow when made again after an ANALYZE
+ *	    that saw mostly dead rows: every queue_data table is planned as a
+ *	    large one, and the shared tables' key columns keep n_distinct = 1.
+ *	    Left: the rows themselves still take a version per lease and per
+ *	    delete, so the tables grow while a snapshot is held, and lookups of
+ *	    one group row by key walk its versions.
  *
  *-------------------------------------------------------------------------
  */
