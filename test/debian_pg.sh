@@ -105,7 +105,7 @@ if [ ! -e "$ROOT/.installed-$MAJOR-sqs" ]; then
 	chroot "$ROOT" sh -c "apt-get -o Acquire::Check-Valid-Until=false update && apt-get install -y --no-install-recommends \
 		postgresql-$MAJOR postgresql-server-dev-$MAJOR libssl-dev build-essential libipc-run-perl \
 		python3-psycopg nodejs npm prometheus-postgres-exporter curl ca-certificates \
-		libmicrohttpd-dev python3-boto3 awscli &&
+		libmicrohttpd-dev libcurl4-openssl-dev python3-boto3 awscli &&
 		update-ca-certificates && npm config set cafile /etc/ssl/certs/ca-certificates.crt" \
 		</dev/null >"$LOGDIR/chroot-install-$MAJOR.log" 2>&1 ||
 		die "apt-get install in the chroot failed (log: $LOGDIR/chroot-install-$MAJOR.log)"

@@ -314,3 +314,56 @@ queue_spi_groups(int col, Datum **groups)
 	}
 	return n;
 }
+
+PG_FUNCTION_INFO_V1(queue_check_name_sql);
+
+/*
+ * Names are 1-80 characters of [A-Za-z0-9_.-] (DESIGN.md): 42602 for an
+ * empty name or a character outside the set, 42622 for a long one.
+ */
+void
+queue_check_name(text *name, const char *argname)
+{
+	const char *s = VARDATA_ANY(name);
+	int			len = VARSIZE_ANY_EXHDR(name);
+
+	if (len == 0)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_NAME),
+				 errmsg("argument \"%s\" must not be empty", argname)));
+
+	/* Characters first: the allowed ones are ASCII, so bytes are characters. */
+	for (int i = 0; i < len; i++)
+	{
+		char		c = s[i];
+
+		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+			  (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
+			ereport(ERROR,
+					(errcode(ERRCODE_INVALID_NAME),
+					 errmsg("argument \"%s\" may only hold letters, digits, \"_\", \".\" and \"-\"",
+							argname),
+					 errdetail("The queue name given was \"%s\".",
+							   text_to_cstring(name))));
+	}
+	if (len > QUEUE_NAME_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_NAME_TOO_LONG),
+				 errmsg("argument \"%s\" is longer than %d characters",
+						argname, QUEUE_NAME_MAX)));
+}
+
+/* queue._check_name(name, argname), for the administrative functions. */
+Datum
+queue_check_name_sql(PG_FUNCTION_ARGS)
+{
+	const char *argname = PG_ARGISNULL(1) ? "queue_name" :
+		text_to_cstring(PG_GETARG_TEXT_PP(1));
+
+	if (PG_ARGISNULL(0))
+		ereport(ERROR,
+				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
+				 errmsg("argument \"%s\" must not be null", argname)));
+	queue_check_name(PG_GETARG_TEXT_PP(0), argname);
+	PG_RETURN_VOID();
+}

@@ -26,7 +26,10 @@
 #include "common/sha2.h"
 #include "executor/spi.h"
 #include "port/pg_bswap.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
 #include "utils/builtins.h"
+#include "utils/lsyscache.h"
 #include "utils/inval.h"
 #include "utils/memutils.h"
 
@@ -220,6 +223,55 @@ forged(const char *argname, int ordinal, const char *why)
 }
 
 /*
+ * Whether queue_id came to this node from another one of a Citus cluster
+ * (queue.citus_move_shard, docs/citus.md), where it was queue
+ * from_queue_id: a receipt of from_queue_id, signed by that node's secret,
+ * was issued before the move.  Asked only of a receipt whose signature
+ * does not match; false where no queue ever moved in (before 1.9, or
+ * without Citus).  The caller is connected to SPI.
+ */
+static bool
+moved_here(int64 queue_id, int64 from_queue_id)
+{
+	static SPIPlanPtr plan = NULL;
+	Datum		args[2];
+	Oid			ns = get_namespace_oid("queue", true);
+
+	if (!OidIsValid(ns) || !OidIsValid(get_relname_relid("_citus_moved_in", ns)))
+		return false;
+	if (plan == NULL)
+	{
+		Oid			types[2] = {INT8OID, INT8OID};
+		SPIPlanPtr	p = SPI_prepare("SELECT FROM queue._citus_moved_in m "
+									"WHERE m.queue_id OPERATOR(pg_catalog.=) $1 "
+									"AND m.from_queue_id OPERATOR(pg_catalog.=) $2",
+									2, types);
+
+		if (p == NULL || SPI_keepplan(p) != 0)
+			elog(ERROR, "could not prepare the moved-queue lookup");
+		plan = p;
+	}
+	args[0] = Int64GetDatum(queue_id);
+	args[1] = Int64GetDatum(from_queue_id);
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "moved-queue lookup failed");
+	return SPI_processed > 0;
+}
+
+/* A receipt issued on the node a queue was moved from: stale, 55000. */
+pg_noreturn static void
+stale_moved(const char *argname, int ordinal)
+{
+	ereport(ERROR,
+			(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+			 ordinal > 0 ?
+			 errmsg("argument \"%s\" entry %d is a stale receipt", argname, ordinal) :
+			 errmsg("argument \"%s\" is a stale receipt", argname),
+			 errdetail("It was issued before the queue moved to this node of the Citus cluster."),
+			 errhint("Receive the message again: it is visible again when its lease ends.")));
+}
+
+/*
  * Check a receipt given for queue_id and return the message id and nonce it
  * carries; 22P02 for anything not issued by a receive of this queue, naming
  * the argument and, in a batch, the entry (1-based, as the batch calls'
@@ -243,7 +295,11 @@ queue_receipt_parse(text *receipt, int64 queue_id, const char *argname, int ordi
 	for (int i = 0; i < RECEIPT_MAC_LEN; i++)
 		diff |= mac[i] ^ bin[RECEIPT_BODY_LEN + i];
 	if (diff != 0)
+	{
+		if (moved_here(queue_id, (int64) get64(bin + 1)))
+			stale_moved(argname, ordinal);
 		forged(argname, ordinal, "Its signature does not match.");
+	}
 	if ((int64) get64(bin + 1) != queue_id)
 		forged(argname, ordinal, "It was issued by another queue.");
 	*message_id = (int64) get64(bin + 9);

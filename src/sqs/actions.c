@@ -3215,3 +3215,38 @@ sqs_run_action(SqsCall *call, StringInfo out, SqsResponse *resp)
 		}
 	return false;
 }
+
+/*
+ * The queue an action addresses, as its name (NULL for the actions that
+ * address none: ListQueues, GetCallerIdentity, CancelMessageMoveTask's
+ * handle), for routing the request to the queue's node of a Citus cluster
+ * (protocol.c).  A malformed parameter fails as the action would.
+ */
+char *
+sqs_addressed_queue(SqsCall *call)
+{
+	JsonbContainer *in;
+	const char *a = call->action;
+	char	   *s;
+
+	if (call->input == NULL || !JB_ROOT_IS_OBJECT(call->input))
+		return NULL;
+	in = &call->input->root;
+	if (strcmp(a, "CreateQueue") == 0 || strcmp(a, "GetQueueUrl") == 0)
+		return (s = in_str(in, "QueueName")) != NULL && s[0] != '\0' ? s : NULL;
+	if (strcmp(a, "StartMessageMoveTask") == 0 || strcmp(a, "ListMessageMoveTasks") == 0)
+	{
+		const char *colon;
+
+		if ((s = in_str(in, "SourceArn")) == NULL)
+			return NULL;
+		colon = strrchr(s, ':');
+		return colon && colon[1] != '\0' ? pstrdup(colon + 1) : NULL;
+	}
+	if (strcmp(a, "ListQueues") == 0 || strcmp(a, "GetCallerIdentity") == 0 ||
+		strcmp(a, "CancelMessageMoveTask") == 0)
+		return NULL;
+	if (call->path_queue == NULL && in_str(in, "QueueUrl") == NULL)
+		return NULL;
+	return queue_of(call);
+}

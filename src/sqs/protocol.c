@@ -35,6 +35,8 @@
 #include <stdarg.h>
 
 #include "access/xact.h"
+#include "catalog/namespace.h"
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
 #include "mb/pg_wchar.h"
 #include "miscadmin.h"
@@ -43,6 +45,7 @@
 #include "utils/guc.h"
 #include "utils/json.h"
 #include "utils/jsonb.h"
+#include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
 #include "utils/timeout.h"
@@ -1057,6 +1060,67 @@ sqs_refuse(SqsResponse *resp, bool json, int err, const char *message,
 }
 
 /*
+ * On a Citus cluster whose coordinator named the nodes' endpoints
+ * (queue.citus_set_sqs_endpoint: the reference table
+ * queue_citus.sqs_endpoints), the endpoint URL of the node holding
+ * queue_name's shard of the anchor when that is another node, copied into
+ * cxt; NULL otherwise (the request is served here).  Inside the request's
+ * transaction, SPI connected, as the worker's superuser.
+ */
+static char *
+owner_endpoint(const char *queue_name, MemoryContext cxt)
+{
+	static SPIPlanPtr owner_plan = NULL;
+	static SPIPlanPtr url_plan = NULL;
+	Oid			ns = get_namespace_oid("queue_citus", true);
+	Datum		arg;
+	bool		isnull;
+	int32		group;
+
+	if (!OidIsValid(ns) || !OidIsValid(get_relname_relid("sqs_endpoints", ns)) ||
+		!OidIsValid(get_relname_relid("placements", ns)))
+		return NULL;
+	if (owner_plan == NULL)
+	{
+		Oid			types[1] = {TEXTOID};
+		SPIPlanPtr	p = SPI_prepare("SELECT p.groupid FROM pg_catalog.pg_dist_placement p "
+									"WHERE p.shardid OPERATOR(pg_catalog.=) "
+									"pg_catalog.get_shard_id_for_distribution_column("
+									"'queue_citus.placements'::pg_catalog.regclass, $1::queue.placement_key) "
+									"AND p.groupid OPERATOR(pg_catalog.<>) "
+									"(SELECT l.groupid FROM pg_catalog.pg_dist_local_group l)",
+									1, types);
+
+		if (p == NULL || SPI_keepplan(p) != 0)
+			elog(ERROR, "could not prepare the placement lookup");
+		owner_plan = p;
+	}
+	if (url_plan == NULL)
+	{
+		Oid			types[1] = {INT4OID};
+		SPIPlanPtr	p = SPI_prepare("SELECT e.endpoint FROM queue_citus.sqs_endpoints e "
+									"WHERE e.node_group OPERATOR(pg_catalog.=) $1",
+									1, types);
+
+		if (p == NULL || SPI_keepplan(p) != 0)
+			elog(ERROR, "could not prepare the endpoint lookup");
+		url_plan = p;
+	}
+	arg = CStringGetTextDatum(queue_name);
+	if (SPI_execute_plan(owner_plan, &arg, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "placement lookup failed");
+	if (SPI_processed == 0)
+		return NULL;			/* this node's, or placed nowhere */
+	group = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	arg = Int32GetDatum(group);
+	if (SPI_execute_plan(url_plan, &arg, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "endpoint lookup failed");
+	if (SPI_processed == 0)
+		return NULL;			/* no endpoint named for that node */
+	return MemoryContextStrdup(cxt, SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1));
+}
+
+/*
  * Serve one request completely: never throws, never leaves a transaction
  * open; resp's body and headers are allocated in the caller's memory
  * context.
@@ -1085,6 +1149,7 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 	resp->park_generation = 0;
 	resp->park_until = 0;
 	resp->lock_retry = false;
+	resp->forward_url = NULL;
 	add_header(resp, "x-amzn-RequestId", request_id);
 
 	/*
@@ -1173,6 +1238,33 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 		if (!OidIsValid(call.auth.role))
 			elog(ERROR, "SQS request verified with no role");
 
+		call.req = req;
+		call.action = action;
+		call.query_protocol = (proto == PROTO_QUERY);
+		if (proto == PROTO_QUERY)
+			call.path_queue = path_queue_name(req->raw_path);
+		if (proto == PROTO_JSON)
+			call.input = parse_json_body(req);
+		else
+		{
+			input_text = fold_query(req, action);
+			call.input = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
+															CStringGetDatum(input_text)));
+		}
+
+		/*
+		 * On a Citus cluster, a queue of another node: the request goes
+		 * there as received (server.c), verified here first and again
+		 * there; one that was forwarded already is served here.
+		 */
+		if (sqs_header(req, SQS_FORWARDED_HEADER) == NULL)
+		{
+			char	   *qname = sqs_addressed_queue(&call);
+
+			if (qname != NULL)
+				resp->forward_url = owner_endpoint(qname, cxt);
+		}
+
 		GetUserIdAndSecContext(&save_uid, &save_sec);
 		SetUserIdAndSecContext(call.auth.role,
 							   save_sec | SECURITY_LOCAL_USERID_CHANGE |
@@ -1188,9 +1280,6 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 			sqs_fail(SQS_ERR_INVALID_ACTION,
 					 "The action %s is not valid for this endpoint.", action);
 
-		call.req = req;
-		call.action = action;
-		call.query_protocol = (proto == PROTO_QUERY);
 		call.host = sqs_header(req, "host");
 		if (call.host == NULL)
 			call.host = "localhost";
@@ -1199,18 +1288,10 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 			call.account_id = "000000000000";
 		/* a string setting's value is the setting's own: no copy needed */
 		call.public_url = GetConfigOption("queue.sqs_public_url", true, false);
-		if (proto == PROTO_QUERY)
-			call.path_queue = path_queue_name(req->raw_path);
-		if (proto == PROTO_JSON)
-			call.input = parse_json_body(req);
-		else
-		{
-			input_text = fold_query(req, action);
-			call.input = DatumGetJsonbP(DirectFunctionCall1(jsonb_in,
-															CStringGetDatum(input_text)));
-		}
 
-		if (!sqs_run_action(&call, out, resp))
+		if (resp->forward_url != NULL)
+			;					/* served by the queue's node */
+		else if (!sqs_run_action(&call, out, resp))
 		{
 			if (name_in(action, sqs_actions, lengthof(sqs_actions)))
 				sqs_fail(SQS_ERR_UNSUPPORTED_OPERATION,
@@ -1246,7 +1327,9 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 	MemoryContextSwitchTo(cxt);
 	pgstat_report_activity(STATE_IDLE, NULL);
 
-	if (ok)
+	if (ok && resp->forward_url != NULL)
+		;						/* server.c forwards it */
+	else if (ok)
 	{
 		resp->status = 200;
 		resp->content_type = (proto == PROTO_JSON) ? JSON_CONTENT_TYPE : XML_CONTENT_TYPE;

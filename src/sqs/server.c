@@ -133,6 +133,10 @@ typedef struct SqsExchange
 	bool		lock_retry;
 	int			lock_tries;
 	TimestampTz lock_since;		/* its first lock timeout */
+	/* forwarded to its queue's node of a Citus cluster (forward.c) */
+	char	   *forward_url;	/* set by the last sqs_handle: forward it */
+	SqsForward *forward;		/* while forwarded */
+	dlist_node	forward_node;
 } SqsExchange;
 
 /* How many parked requests of this worker watch one wait slot */
@@ -147,6 +151,11 @@ static struct MHD_Daemon *sqs_daemon;
 static MemoryContext sqs_requests_cxt;
 static dlist_head sqs_parked = DLIST_STATIC_INIT(sqs_parked);
 static int	sqs_nparked;
+/* Requests forwarded to another node (suspended until its answer) */
+static dlist_head sqs_forwarded = DLIST_STATIC_INIT(sqs_forwarded);
+static int	sqs_nforwarded;
+/* user_data of libcurl's sockets in the wait set */
+static char sqs_forward_marker;
 static HTAB *sqs_slots;
 /*
  * Request bodies: queue.sqs_request_memory (bytes) a worker may hold for
@@ -471,9 +480,22 @@ exchange_unpark(SqsExchange *ex)
 
 /* Everything of a request goes, at its completion or its connection's end. */
 static void
+exchange_unforward(SqsExchange *ex)
+{
+	if (ex->forward == NULL)
+		return;
+	sqs_forward_cancel(ex->forward);
+	ex->forward = NULL;
+	dlist_delete(&ex->forward_node);
+	sqs_nforwarded--;
+	sqs_wes_stale = true;
+}
+
+static void
 exchange_free(SqsExchange *ex)
 {
 	exchange_unpark(ex);
+	exchange_unforward(ex);
 	Assert(sqs_body_reserved >= ex->reserved);
 	sqs_body_reserved -= ex->reserved;
 	ex->reserved = 0;
@@ -963,6 +985,13 @@ exchange_serve(SqsExchange *ex)
 		/* answered with the ServiceUnavailable protocol.c built */
 	}
 	ex->lock_retry = false;
+	ex->forward_url = NULL;
+	if (ex->resp.forward_url != NULL)
+	{
+		/* to the queue's node: the caller forwards it */
+		ex->forward_url = MemoryContextStrdup(ex->cxt, ex->resp.forward_url);
+		return false;
+	}
 	if (ex->resp.park)
 		return false;
 	exchange_answer(ex, ex->resp.status, ex->resp.content_type,
@@ -1023,6 +1052,97 @@ exchange_park(SqsExchange *ex)
 	MemoryContextReset(ex->attempt_cxt);
 }
 
+static bool sqs_peer_gone(int fd);
+
+/*
+ * Forward a request that sqs_handle found to be for another node's queue
+ * (ex->forward_url) there, its connection suspended (already, when
+ * suspended is true) until the answer comes (sqs_forwards_done).  False:
+ * it could not start, and the answer (ServiceUnavailable) is built.
+ */
+static bool
+exchange_forward(SqsExchange *ex, bool suspended)
+{
+	const union MHD_ConnectionInfo *info;
+
+	if (!sqs_forward_available())
+	{
+		exchange_refuse(ex, SQS_PERR_UNAVAILABLE,
+						"The queue is on another node of the cluster, and this endpoint "
+						"cannot forward to it (built without libcurl).");
+		return false;
+	}
+	ex->forward = sqs_forward_start(ex->forward_url, &ex->req, ex, ex->cxt);
+	if (ex->forward == NULL)
+	{
+		exchange_refuse(ex, SQS_PERR_UNAVAILABLE,
+						"The endpoint is forwarding too many requests; try again later.");
+		return false;
+	}
+	if (!suspended)
+		MHD_suspend_connection(ex->conn);
+	info = MHD_get_connection_info(ex->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
+	ex->fd = info ? info->connect_fd : -1;
+	ex->closed = false;
+	ex->phase = SQS_PARKED;
+	dlist_push_tail(&sqs_forwarded, &ex->forward_node);
+	sqs_nforwarded++;
+	sqs_wes_stale = true;
+	memset(&ex->resp, 0, sizeof(ex->resp));
+	MemoryContextReset(ex->attempt_cxt);
+	return true;
+}
+
+/*
+ * The forwards that finished: answer their clients with what the queue's
+ * node answered (or ServiceUnavailable when it could not be reached); and
+ * drop those whose client left.
+ */
+static void
+sqs_forwards_done(void)
+{
+	void	   *owner;
+	int			status;
+	const char *ctype;
+	const char *body;
+	size_t		len;
+	const SqsPair *pairs;
+	int			npairs;
+	dlist_mutable_iter it;
+
+	while (sqs_forward_next_done(&owner, &status, &ctype, &body, &len, &pairs, &npairs))
+	{
+		SqsExchange *ex = owner;
+		MemoryContext old = MemoryContextSwitchTo(ex->cxt);
+
+		if (status != 0)
+			exchange_answer(ex, status, ctype, body, len, pairs, npairs);
+		else
+			exchange_refuse(ex, SQS_PERR_UNAVAILABLE,
+							"The queue's node of the cluster did not answer; try again later.");
+		MemoryContextSwitchTo(old);
+		/* forward.c freed its part */
+		ex->forward = NULL;
+		dlist_delete(&ex->forward_node);
+		sqs_nforwarded--;
+		sqs_wes_stale = true;
+		MHD_resume_connection(ex->conn);
+	}
+	dlist_foreach_modify(it, &sqs_forwarded)
+	{
+		SqsExchange *ex = dlist_container(SqsExchange, forward_node, it.cur);
+
+		if (ex->closed && sqs_peer_gone(ex->fd))
+		{
+			exchange_unforward(ex);
+			ex->phase = SQS_DROPPED;
+			MHD_resume_connection(ex->conn);
+		}
+		else
+			ex->closed = false;
+	}
+}
+
 /*
  * libmicrohttpd's access handler, called when the headers are in, for
  * each piece of the body, once the request is complete, and again after
@@ -1072,6 +1192,11 @@ sqs_access(void *cls, struct MHD_Connection *conn, const char *url,
 		ret = exchange_queue(ex);
 	else if (exchange_serve(ex))
 		ret = exchange_queue(ex);
+	else if (ex->forward_url != NULL)
+	{
+		if (!exchange_forward(ex, false))
+			ret = exchange_queue(ex);
+	}
 	else
 		exchange_park(ex);
 	MemoryContextSwitchTo(old);
@@ -1157,6 +1282,16 @@ sqs_serve_parked(void)
 			ex->phase = SQS_ANSWERED;
 			MHD_resume_connection(ex->conn);
 		}
+		else if (ex->forward_url != NULL)
+		{
+			/* its queue moved to another node meanwhile */
+			exchange_unpark(ex);
+			if (!exchange_forward(ex, true))
+			{
+				ex->phase = SQS_ANSWERED;
+				MHD_resume_connection(ex->conn);
+			}
+		}
 		else if (expired && ex->resp.park_until <= now)
 		{
 			/* sqs_handle must answer once the time is over */
@@ -1180,7 +1315,7 @@ static void
 sqs_build_wait_set(int mhd_fd)
 {
 	dlist_iter	it;
-	int			size = 3 + sqs_nparked;
+	int			size = 3 + sqs_nparked + sqs_nforwarded + sqs_forward_nsockets();
 
 	if (sqs_wes != NULL)
 		FreeWaitEventSet(sqs_wes);
@@ -1200,6 +1335,14 @@ sqs_build_wait_set(int mhd_fd)
 		if (ex->fd >= 0)
 			AddWaitEventToSet(sqs_wes, WL_SOCKET_CLOSED, ex->fd, NULL, ex);
 	}
+	dlist_foreach(it, &sqs_forwarded)
+	{
+		SqsExchange *ex = dlist_container(SqsExchange, forward_node, it.cur);
+
+		if (ex->fd >= 0)
+			AddWaitEventToSet(sqs_wes, WL_SOCKET_CLOSED, ex->fd, NULL, ex);
+	}
+	sqs_forward_add_events(sqs_wes, &sqs_forward_marker);
 	if (sqs_events == NULL)
 		sqs_events = MemoryContextAlloc(TopMemoryContext, size * sizeof(WaitEvent));
 	else if (size > sqs_wes_size)
@@ -1222,6 +1365,12 @@ sqs_next_timeout(void)
 
 	if (MHD_get_timeout(sqs_daemon, &mhd_ms) == MHD_YES)
 		timeout = (long) Min(mhd_ms, (MHD_UNSIGNED_LONG_LONG) INT_MAX);
+	{
+		long		fwd = sqs_forward_timeout();
+
+		if (fwd >= 0 && (timeout < 0 || fwd < timeout))
+			timeout = fwd;
+	}
 	dlist_foreach(it, &sqs_parked)
 	{
 		SqsExchange *ex = dlist_container(SqsExchange, park_node, it.cur);
@@ -1255,6 +1404,14 @@ sqs_shutdown(void)
 		SqsExchange *ex = dlist_container(SqsExchange, park_node, it.cur);
 
 		exchange_drop(ex);
+	}
+	dlist_foreach_modify(it, &sqs_forwarded)
+	{
+		SqsExchange *ex = dlist_container(SqsExchange, forward_node, it.cur);
+
+		exchange_unforward(ex);
+		ex->phase = SQS_DROPPED;
+		MHD_resume_connection(ex->conn);
 	}
 	if (sqs_daemon != NULL)
 		MHD_stop_daemon(sqs_daemon);
@@ -1476,7 +1633,7 @@ queue_sqs_main(Datum main_arg)
 		int			n;
 		long		timeout;
 
-		if (sqs_wes_stale)
+		if (sqs_wes_stale || sqs_forward_sockets_changed())
 			sqs_build_wait_set(mhd_fd);
 		timeout = sqs_next_timeout();
 		pgstat_report_activity(STATE_IDLE, NULL);
@@ -1486,7 +1643,9 @@ queue_sqs_main(Datum main_arg)
 		{
 			if (sqs_events[i].events & WL_LATCH_SET)
 				ResetLatch(MyLatch);
-			if ((sqs_events[i].events & WL_SOCKET_CLOSED) && sqs_events[i].user_data)
+			if (sqs_events[i].user_data == &sqs_forward_marker)
+				sqs_forward_socket_ready(sqs_events[i].fd, sqs_events[i].events);
+			else if ((sqs_events[i].events & WL_SOCKET_CLOSED) && sqs_events[i].user_data)
 				((SqsExchange *) sqs_events[i].user_data)->closed = true;
 		}
 		if (ProcDiePending)
@@ -1501,6 +1660,7 @@ queue_sqs_main(Datum main_arg)
 			ProcessConfigFile(PGC_SIGHUP);
 			sqs_read_settings();
 		}
+		sqs_forwards_done();
 		sqs_serve_parked();
 		MHD_run(sqs_daemon);
 		pgstat_report_stat(false);

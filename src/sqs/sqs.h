@@ -8,6 +8,9 @@
  * Rooms of this folder, top to bottom (each may call only those below it):
  *	  server.c	 the workers: libmicrohttpd in the worker's own event loop
  *				 (no threads), requests in, responses out, parked long polls
+ *	  forward.c  on a Citus cluster, requests for another node's queue sent
+ *				 on to that node's endpoint by libcurl's multi interface,
+ *				 driven by server.c's loop
  *	  protocol.c one request: which protocol (AWS JSON 1.0 or Query), its
  *				 transaction, authentication, the action, the answer in the
  *				 request's protocol (JSON or XML), SQS's errors
@@ -18,7 +21,8 @@
  *				 vocabulary every file above shares
  *	  shared.c	 the workers' shared memory: recent purges (PurgeQueue's
  *				 minute), workers that died connecting to their database
- * Below them: PostgreSQL, libmicrohttpd (server.c only), OpenSSL, and the
+ * Below them: PostgreSQL, libmicrohttpd (server.c only), libcurl
+ * (forward.c only, when built with it), OpenSSL, and the
  * few functions the core exports for this library (core_api.h).  Nothing
  * in the core includes this file.
  *
@@ -96,7 +100,13 @@ typedef struct SqsResponse
 	bool		lock_retry;		/* it met a lock (queue.sqs_lock_timeout):
 								 * the answer is ServiceUnavailable, which
 								 * server.c may instead try again later */
+	char	   *forward_url;	/* on a Citus cluster, the endpoint of the
+								 * queue's node: server.c forwards the request
+								 * there as received and relays the answer */
 } SqsResponse;
+
+/* The header a forwarded request carries: it is never forwarded again. */
+#define SQS_FORWARDED_HEADER	"x-queue-forwarded"
 
 /*
  * The errors of SQS on the wire (REFERENCE.md 1.7).  protocol.c holds the
@@ -171,6 +181,27 @@ extern void sqs_connect_end(int index);
 extern bool sqs_missing_log_once(void);
 
 /*
+ * forward.c: forwards to another node's endpoint (Citus).  At most
+ * SQS_FORWARDS_MAX in flight per worker.  Without libcurl,
+ * sqs_forward_available is false and nothing starts.
+ */
+#define SQS_FORWARDS_MAX		256
+typedef struct SqsForward SqsForward;
+struct WaitEventSet;
+extern bool sqs_forward_available(void);
+extern SqsForward *sqs_forward_start(const char *base_url, const SqsRequest *req,
+									 void *owner, MemoryContext cxt);
+extern void sqs_forward_cancel(SqsForward *f);
+extern bool sqs_forward_sockets_changed(void);
+extern int	sqs_forward_nsockets(void);
+extern void sqs_forward_add_events(struct WaitEventSet *wes, void *marker);
+extern void sqs_forward_socket_ready(pgsocket fd, uint32 events);
+extern long sqs_forward_timeout(void);
+extern bool sqs_forward_next_done(void **owner, int *status, const char **content_type,
+								  const char **body, size_t *len, const SqsPair **pairs,
+								  int *npairs);
+
+/*
  * protocol.c: serve one request completely (its own transaction or
  * transactions; never throws: every failure becomes an SQS error answer).
  */
@@ -217,6 +248,8 @@ typedef struct SqsCall
  * resp->park (ReceiveMessage).  False: no such action.
  */
 extern bool sqs_run_action(SqsCall *call, StringInfo out, SqsResponse *resp);
+/* The queue an action addresses (NULL: none), for routing on a Citus cluster */
+extern char *sqs_addressed_queue(SqsCall *call);
 /* Queue URL and ARN of a queue name, and the name of a URL/ARN/bare name */
 extern char *sqs_queue_url(const SqsCall *call, const char *queue_name);
 extern char *sqs_queue_arn(const SqsCall *call, const char *queue_name);

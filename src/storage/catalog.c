@@ -21,6 +21,7 @@
 #include "executor/spi.h"
 #include "miscadmin.h"
 #include "storage/proc.h"
+#include "storage/lmgr.h"
 #include "storage/lock.h"
 #include "storage/sinval.h"
 #include "utils/array.h"
@@ -34,7 +35,6 @@
 #include "common/queue_common.h"
 #include "storage/queue_storage.h"
 
-PG_FUNCTION_INFO_V1(queue_check_name_sql);
 PG_FUNCTION_INFO_V1(queue_invalidate_sql);
 PG_FUNCTION_INFO_V1(queue_lock_queue_sql);
 
@@ -96,57 +96,6 @@ void
 queue_catalog_init(void)
 {
 	CacheRegisterRelcacheCallback(queue_relcache_callback, (Datum) 0);
-}
-
-/*
- * Names are 1-80 characters of [A-Za-z0-9_.-] (DESIGN.md): 42602 for an
- * empty name or a character outside the set, 42622 for a long one.
- */
-void
-queue_check_name(text *name, const char *argname)
-{
-	const char *s = VARDATA_ANY(name);
-	int			len = VARSIZE_ANY_EXHDR(name);
-
-	if (len == 0)
-		ereport(ERROR,
-				(errcode(ERRCODE_INVALID_NAME),
-				 errmsg("argument \"%s\" must not be empty", argname)));
-
-	/* Characters first: the allowed ones are ASCII, so bytes are characters. */
-	for (int i = 0; i < len; i++)
-	{
-		char		c = s[i];
-
-		if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
-			  (c >= '0' && c <= '9') || c == '_' || c == '.' || c == '-'))
-			ereport(ERROR,
-					(errcode(ERRCODE_INVALID_NAME),
-					 errmsg("argument \"%s\" may only hold letters, digits, \"_\", \".\" and \"-\"",
-							argname),
-					 errdetail("The queue name given was \"%s\".",
-							   text_to_cstring(name))));
-	}
-	if (len > QUEUE_NAME_MAX)
-		ereport(ERROR,
-				(errcode(ERRCODE_NAME_TOO_LONG),
-				 errmsg("argument \"%s\" is longer than %d characters",
-						argname, QUEUE_NAME_MAX)));
-}
-
-/* queue._check_name(name, argname), for the administrative functions. */
-Datum
-queue_check_name_sql(PG_FUNCTION_ARGS)
-{
-	const char *argname = PG_ARGISNULL(1) ? "queue_name" :
-		text_to_cstring(PG_GETARG_TEXT_PP(1));
-
-	if (PG_ARGISNULL(0))
-		ereport(ERROR,
-				(errcode(ERRCODE_NULL_VALUE_NOT_ALLOWED),
-				 errmsg("argument \"%s\" must not be null", argname)));
-	queue_check_name(PG_GETARG_TEXT_PP(0), argname);
-	PG_RETURN_VOID();
 }
 
 /* queue._invalidate(relid): make every backend reload a queue at commit. */
@@ -519,6 +468,7 @@ queue_lookup(text *name)
  * A shared queue is locked (queue_lock_queue) before it is returned, and
  * looked up again when an invalidation came in meanwhile: a move, purge
  * or drop that held the lock has committed, and the entry may be stale.
+ * On a Citus cluster a dedicated queue's table is locked so too.
  */
 QueueMeta *
 queue_lookup_extended(text *name, bool missing_ok)
@@ -528,13 +478,27 @@ queue_lookup_extended(text *name, bool missing_ok)
 		QueueMeta  *q = lookup_once(name, missing_ok);
 		uint64		before;
 
-		if (q == NULL || !q->shared)
+		if (q == NULL)
 			return q;
 		before = inval_count;
-		queue_lock_queue(q->id, AccessShareLock);
+		if (!q->shared)
+		{
+			/*
+			 * A dedicated queue is locked by its statements; on a Citus
+			 * cluster, where queue.citus_move_shard may drop its tables
+			 * while we wait, its table is locked here first.
+			 */
+			if (!queue_citus_active())
+				return q;
+			LockRelationOid(q->relid, AccessShareLock);
+		}
+		else
+			queue_lock_queue(q->id, AccessShareLock);
 		AcceptInvalidationMessages();
 		if (inval_count == before || tries >= 10)
 			return q;
+		/* what held the lock may have been a move of the queue to another Citus node */
+		queue_citus_check_local(name, "queue_name");
 	}
 }
 
@@ -591,6 +555,8 @@ lookup_once(text *name, bool missing_ok)
 		hash_search(queue_cache, key, HASH_REMOVE, NULL);
 		if (missing_ok)
 			return NULL;
+		/* on a Citus node, a queue gone because it is moving says so (citus.c) */
+		queue_citus_check_local(name, "queue_name");
 		ereport(ERROR,
 				(errcode(ERRCODE_UNDEFINED_OBJECT),
 				 errmsg("queue \"%s\" does not exist", key)));

@@ -43,12 +43,14 @@
 #include "commands/extension.h"
 #include "common/hashfn.h"
 #include "executor/spi.h"
+#include "storage/bufmgr.h"
 #include "storage/proc.h"
 #include "utils/builtins.h"
 #include "utils/fmgroids.h"
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "funcapi.h"
 
@@ -128,6 +130,32 @@ queue_placement_of(PG_FUNCTION_ARGS)
 }
 
 static void check_local(text *name, const char *argname, const char *of);
+static Oid	moves_relid(void);
+
+/* Whether queue._citus_moves may hold a row: it exists and has a block. */
+static bool
+moves_pending(void)
+{
+	Oid			relid = moves_relid();
+	Relation	rel;
+	bool		any;
+
+	if (!OidIsValid(relid))
+		return false;
+	rel = table_open(relid, AccessShareLock);
+	any = RelationGetNumberOfBlocks(rel) > 0;
+	table_close(rel, AccessShareLock);
+	return any;
+}
+
+/* queue._citus_moves, the shards being moved to or from this node (1.9 on), or InvalidOid. */
+static Oid
+moves_relid(void)
+{
+	Oid			ns = get_namespace_oid("queue", true);
+
+	return OidIsValid(ns) ? get_relname_relid("_citus_moves", ns) : InvalidOid;
+}
 
 /* The owner of a namespace (InvalidOid when it is gone). */
 static Oid
@@ -200,6 +228,16 @@ know_citus(void)
 	known_lxid = lxid;
 }
 
+/* Whether this is a node of a Citus cluster queue.citus_setup() set up. */
+bool
+queue_citus_active(void)
+{
+	if (!citus_loaded())
+		return false;
+	know_citus();
+	return OidIsValid(known_anchor);
+}
+
 /*
  * Refuse a call on queue (or topic) name unless this node holds the name's
  * shard, on a cluster queue.citus_setup() has set up; nothing otherwise.
@@ -219,7 +257,9 @@ queue_citus_check_local(text *name, const char *argname)
 static void
 check_local(text *name, const char *argname, const char *of)
 {
-	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr plans[2] = {NULL, NULL};
+	SPIPlanPtr	plan;
+	bool		moves;
 	Datum		args[2];
 	int			rc;
 	bool		isnull;
@@ -229,29 +269,71 @@ check_local(text *name, const char *argname, const char *of)
 	know_citus();
 	if (!OidIsValid(known_anchor) || name == NULL)
 		return;
+
+	/*
+	 * queue._citus_moves (1.9 on): the shards whose queues are moving.  A
+	 * table of no blocks has no row, committed or not (an insert extends it
+	 * first): then the statement without it, the common case.
+	 */
+	moves = moves_pending();
+	plan = plans[moves];
 	if (plan == NULL)
 	{
 		Oid			types[2] = {TEXTOID, OIDOID};
 
-		plan = queue_keep_plan("SELECT n.groupid OPERATOR(pg_catalog.=) "
-						       "(SELECT groupid FROM pg_catalog.pg_dist_local_group), "
-						       "n.nodename, n.nodeport "
-						       "FROM pg_catalog.pg_dist_placement p "
-						       "JOIN pg_catalog.pg_dist_node n "
-						       "ON n.groupid OPERATOR(pg_catalog.=) p.groupid "
-						       "AND n.noderole OPERATOR(pg_catalog.=) 'primary' "
-						       "WHERE p.shardid OPERATOR(pg_catalog.=) "
-						       "pg_catalog.get_shard_id_for_distribution_column("
-						       "$2::pg_catalog.regclass, $1::queue.placement_key)",
-						       2, types);
+		/* the same statement, with or without the moves' column */
+#define PLACEMENT_SELECT(moving) \
+		"SELECT n.groupid OPERATOR(pg_catalog.=) " \
+		"(SELECT groupid FROM pg_catalog.pg_dist_local_group), " \
+		"n.nodename, n.nodeport, " moving " " \
+		"FROM pg_catalog.pg_dist_placement p " \
+		"JOIN pg_catalog.pg_dist_node n " \
+		"ON n.groupid OPERATOR(pg_catalog.=) p.groupid " \
+		"AND n.noderole OPERATOR(pg_catalog.=) 'primary' " \
+		"WHERE p.shardid OPERATOR(pg_catalog.=) " \
+		"pg_catalog.get_shard_id_for_distribution_column(" \
+		"$2::pg_catalog.regclass, $1::queue.placement_key)"
+
+		plan = plans[moves] =
+			queue_keep_plan(moves ?
+							PLACEMENT_SELECT("EXISTS (SELECT FROM queue._citus_moves m "
+											 "WHERE m.shard_id OPERATOR(pg_catalog.=) p.shardid)") :
+							PLACEMENT_SELECT("false"),
+							2, types);
+#undef PLACEMENT_SELECT
 	}
 	args[0] = PointerGetDatum(name);
 	args[1] = ObjectIdGetDatum(known_anchor);
-	rc = SPI_execute_plan(plan, args, NULL, true, 1);
+
+	/*
+	 * Read with a fresh snapshot, not the transaction's: a move committed
+	 * after a REPEATABLE READ transaction began must still be seen.
+	 */
+	rc = SPI_execute_snapshot(plan, args, NULL, GetLatestSnapshot(), InvalidSnapshot, true, false, 1);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "placement lookup failed: %s", SPI_result_code_string(rc));
 	if (SPI_processed == 0)
 		return;					/* no placement known here: nothing to compare */
+	if (DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 4, &isnull)))
+	{
+		char	   *qname = text_to_cstring(name);
+
+		/*
+		 * queue.citus_move_shard is moving the queues of this shard from
+		 * this node (a call routed here before the shard moved may come
+		 * after) or to it (they are being unpacked): nothing of them may
+		 * change until it is done.
+		 */
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_IN_USE),
+				 errmsg("%s \"%s\" is being moved to another node of the Citus cluster",
+						strcmp(argname, "topic_name") == 0 ? "topic" :
+						strcmp(argname, "consumer_name") == 0 ? "consumer" : "queue",
+						qname),
+				 errdetail("queue.citus_move_shard is moving the queues of its shard of "
+						   "queue_citus.placements; calls on them are refused until it ends."),
+				 errhint("Retry the call in a moment: after the move it runs on the new node.")));
+	}
 	if (!DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull)))
 	{
 		char	   *node = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 2);
@@ -485,6 +567,33 @@ queue_citus_utility(Node *stmt)
 						       "(SELECT groupid FROM pg_catalog.pg_dist_local_group))",
 						       1, types);
 	}
+	/*
+	 * queue.citus_move_shard is moving this shard here (queue._citus_moves,
+	 * direction 'in'; or back here, 'out', when unpacking on the target
+	 * failed): its queues are packed into queue_citus.moving, which travels
+	 * with it, and are unpacked here after the move.
+	 */
+	if (OidIsValid(moves_relid()))
+	{
+		static SPIPlanPtr announced = NULL;
+		Datum		arg = Int64GetDatum(shardid);
+
+		if (announced == NULL)
+		{
+			Oid			types[1] = {INT8OID};
+
+			announced = queue_keep_plan("SELECT FROM queue._citus_moves m "
+										"WHERE m.shard_id OPERATOR(pg_catalog.=) $1",
+										1, types);
+		}
+		if (SPI_execute_plan(announced, &arg, NULL, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "move lookup failed");
+		if (SPI_processed > 0)
+		{
+			SPI_finish();
+			return;
+		}
+	}
 	{
 		Datum		arg = Int64GetDatum(shardid);
 
@@ -502,10 +611,9 @@ queue_citus_utility(Node *stmt)
 						   "(it is placed on: %s).  Queues are tables of the node they live on and do "
 						   "not move with Citus's shards: moving the shard would strand them.",
 						   shardid, from),
-				 errhint("Leave the shards of queue_citus.placements (and the tables colocated "
-						 "with it) where they are: rebalance other tables by name "
-						 "(rebalance_table_shards('table')), and drain a node only when it "
-						 "holds no queues.")));
+				 errhint("Move them with queue.citus_move_shard(shard_id, target_node, target_port), "
+						 "which moves the shard's queues with it; rebalance other tables by name "
+						 "(rebalance_table_shards('table')).")));
 	}
 	SPI_finish();
 }

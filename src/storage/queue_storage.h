@@ -183,7 +183,6 @@ queue_row_is_dead_letter(SPITupleTable *tt, uint64 r)
 }
 
 /* catalog.c */
-extern void queue_check_name(text *name, const char *argname);
 extern QueueMeta *queue_lookup(text *name);
 extern QueueMeta *queue_lookup_extended(text *name, bool missing_ok);
 extern int	queue_plan_cache_queues;
@@ -231,6 +230,7 @@ extern void queue_dedup_claim(QueueMeta *q, int n, Datum *scope_keys,
 							  int64 *message_ids, bool *duplicate);
 
 /* citus.c: a Citus cluster (docs/citus.md); nothing without Citus */
+extern bool queue_citus_active(void);
 extern void queue_citus_check_local(text *name, const char *argname);
 extern bool queue_citus_manages(Relation rel);
 extern void queue_citus_check_call(FunctionCallInfo fcinfo);

@@ -422,6 +422,10 @@ is(sql("SELECT count(*) FROM pg_namespace WHERE nspname = 'queue_citus'"), '0', 
 # 1.8 -> 1.9: the shared tables' key columns keep one distinct value in
 # their statistics (issue 38), so that an ANALYZE under a held snapshot
 # cannot make their plans read a store's whole range.
+# The same step brings the extension's own move of queues between Citus
+# nodes (queue.citus_move_shard, issue 37).  Nothing changes without
+# Citus: sends work, no move is recorded, and the move says Citus is
+# missing (55000).
 $before_peek = sql($peek);
 sql("ALTER EXTENSION queue UPDATE TO '1.9'");
 is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.9', 'updated to 1.9');
@@ -444,6 +448,12 @@ SELECT n_distinct FROM pg_stats
 WHERE schemaname = 'queue_data' AND tablename = 'messages' AND attname = 'store_id';
 SELECT queue.drop('up_keys');
 )), "t\n3\n1\nt", '... which ANALYZE keeps');
+is(sql(q(
+SELECT count(*) FROM queue.send('up_std', 'sent at 1.9');
+SELECT count(*) FROM queue._citus_moves;
+)), "1\n0", '1.9: sends work; no move recorded');
+($rc, $out, $err) = $node->psql('old', "CALL queue.citus_move_shard(1, 'localhost', 5432)");
+like($err, qr/not set up for queues on Citus/, '1.9: queue.citus_move_shard without Citus says so');
 
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition

@@ -21,7 +21,7 @@
 #  6. a long poll through the coordinator is woken by a send from the
 #     other worker; the node's queue worker dead-letters without receives;
 #     a consumer made through the coordinator runs on the queue's node.
-#  7. moving or splitting the anchor's shards (citus_move_shard_placement,
+#  7. moving or splitting the anchor's shards by Citus (citus_move_shard_placement,
 #     citus_drain_node, citus_split_shard_by_split_points) is refused with a clear message, and nothing is
 #     lost: every message is there and every call still routes.
 #  8. topics route to their node; a publish from any node delivers there;
@@ -29,7 +29,22 @@
 #     coordinator read every node.
 #  9. kill -9 of the queue's worker in the middle of sends through the
 #     coordinator: every send acknowledged before it is there after restart.
-# 10. docs/citus.md's blocks run as written on this cluster.
+# 10. queue.citus_move_shard moves a shard's queues (shared, FIFO,
+#     dedicated, a dead-letter queue, a topic, a consumer) to a node added
+#     later while a producer sends through the coordinator: every message
+#     and acknowledged send is there once, leases, FIFO groups and the
+#     deduplication window kept, old receipts stale (55000), calls route
+#     to the new node; a failed move leaves everything on the source
+#     (receipts valid); a move that would part a queue from its dead-letter
+#     queue, a non-superuser and bad arguments are refused; a move
+#     interrupted midway refuses calls (55006) until the next move of the
+#     shard undoes it.
+# 11. the SQS endpoint across nodes: CreateQueue, SendMessage,
+#     ReceiveMessage, DeleteMessage, GetQueueAttributes at w2's endpoint for
+#     a queue of w1 run on w1 (forwarded after w2 verified the signature);
+#     a long poll at w2's endpoint is woken by a commit on w1; a wrong
+#     secret is refused at w2.
+# 12. docs/citus.md's blocks run as written on this cluster.
 #
 # Skipped when Citus is not installed in this PostgreSQL (test/citus_build.sh
 # builds it; make test runs that from test/setup.sh).
@@ -56,11 +71,20 @@ if (!-f "$pkglib/citus.so")
 
 # --- A coordinator and two workers -----------------------------------------
 
-my @nodes;
-for my $name (qw(coord w1 w2))
+my %sqs_port;
+# a node of the cluster, started, with Citus created; $sqs: with the SQS
+# endpoint (section 11)
+sub citus_node
 {
+	my ($name, $sqs) = @_;
 	my $n = PostgreSQL::Test::Cluster->new("citus_$name");
 	$n->init;
+	if ($sqs && -f "$pkglib/queue_sqs.so")
+	{
+		$sqs_port{ $n->name } = PostgreSQL::Test::Cluster::get_free_port();
+		$n->append_conf('postgresql.conf',
+			"queue.sqs_listen = '127.0.0.1:$sqs_port{ $n->name }'\nqueue.sqs_workers = 1");
+	}
 	# (Citus's shard moves connect to their own node by citus.local_hostname)
 	$n->append_conf('postgresql.conf', "citus.local_hostname = '" . $n->host . "'");
 	$n->append_conf(
@@ -73,8 +97,9 @@ wal_level = logical
 ));
 	$n->start;
 	$n->safe_psql('postgres', 'CREATE EXTENSION citus');
-	push @nodes, $n;
+	return $n;
 }
+my @nodes = (citus_node('coord', 0), citus_node('w1', 1), citus_node('w2', 1));
 my ($coord, $w1, $w2) = @nodes;
 $coord->safe_psql('postgres',
 	"SELECT citus_set_coordinator_host('" . $coord->host . "', " . $coord->port . ')');
@@ -83,7 +108,7 @@ $coord->safe_psql('postgres',
   for ($w1, $w2);
 $coord->safe_psql('postgres', 'CREATE EXTENSION queue');
 is( join(' ', map { $_->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'queue'") } @nodes),
-	'1.8 1.8 1.8',
+	'1.9 1.9 1.9',
 	'CREATE EXTENSION queue on the coordinator reached both workers');
 
 sub on { my ($n, $sql) = @_; return $n->safe_psql('postgres', $sql); }
@@ -510,7 +535,300 @@ is(scalar(@lost), 0, 'every acknowledged send is there after the restart') or di
 ok($coord->poll_query_until('postgres', "SELECT count(*) > 0 FROM queue.send('$ta.orders', 'after restart')"),
 	'sends route to the restarted node');
 
-# --- 10. docs/citus.md as written -------------------------------------------
+# --- 10. The extension's own move of a shard's queues to a new node ---------
+
+# a third worker, added now: it holds no shard of the anchor, so no queue
+my $w3 = citus_node('w3', 0);
+$coord->safe_psql('postgres', "SELECT citus_add_node('" . $w3->host . "', " . $w3->port . ')');
+is(on($w3, "SELECT extversion FROM pg_extension WHERE extname = 'queue'") . ' '
+	  . on($coord, "SELECT count(*) FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid) "
+		  . "WHERE n.nodeport = " . $w3->port . " AND p.shardid IN (SELECT shardid FROM pg_dist_shard "
+		  . "WHERE logicalrelid = 'queue_citus.placements'::regclass)"),
+	'1.9 0', 'a node added later has the extension and no shard of the anchor');
+on($w3, q(
+SET citus.enable_ddl_propagation = off;
+CREATE TABLE handled (body text);
+CREATE FUNCTION handle(msgs queue.message[]) RETURNS void LANGUAGE sql
+	AS $$ INSERT INTO handled SELECT m.body FROM unnest(msgs) m $$;
+));
+
+# a tenant on w1 whose shard holds no other name of this test
+my $tm;
+my $ta_shard = on($coord, "SELECT shard_id FROM queue.citus_placement('$ta.orders')");
+my $acme_shard = on($coord, "SELECT shard_id FROM queue.citus_placement('acme')");
+for my $i (0 .. 99)
+{
+	my ($sh, $port) = split /\|/, on($coord, "SELECT shard_id, node_port FROM queue.citus_placement('m$i')");
+	next if $port != $w1->port || $sh == $ta_shard || $sh == $acme_shard;
+	$tm = "m$i";
+	last;
+}
+ok(defined $tm, "a tenant of its own shard on w1: $tm");
+my $msh = on($coord, "SELECT shard_id FROM queue.citus_placement('$tm')");
+my $move_to_w3 = "CALL queue.citus_move_shard($msh, '" . $w3->host . "', " . $w3->port . ')';
+
+on($coord, "SELECT queue.create('$tm.dlq', dedicated => false)");
+on($coord, "SELECT queue.create('$tm.std', dead_letter_queue => '$tm.dlq', max_receive_count => 5)");
+on($coord, "SELECT queue.create('$tm.fifo', fifo => true, deduplication_window => '1 hour')");
+on($coord, "SELECT queue.create('$tm.ded', dedicated => true)");
+on($coord, "SELECT queue.create('$tm.pushed')");
+on($coord, "SELECT queue.create_topic('$tm.events')");
+on($coord, "SELECT queue.subscribe('$tm.events', '$tm.std')");
+on($coord, "SELECT queue.create_consumer('$tm.pusher', '$tm.pushed', 'handle(queue.message[])')");
+on($coord, "SELECT queue.grant('$tm.std', 'citus_app', '{send}')");
+# (an array of constants: Citus delegates a call whose arguments are constants)
+on($coord, "SELECT count(*) FROM queue.send_batch('$tm.std', ARRAY[" . join(', ', map { "'first $_'" } 1 .. 200) . '])');
+on($coord, "SELECT count(*) FROM queue.send_batch('$tm.ded', ARRAY[" . join(', ', map { "'ded $_'" } 1 .. 50) . '])');
+for my $g (1 .. 3)
+{
+	on($coord, "SELECT count(*) FROM queue.send('$tm.fifo', 'g$g m$_', message_group_id => 'g$g', deduplication_id => 'd$g.$_')")
+	  for 1 .. 5;
+}
+my @leases = split /\n/, on($coord, "SELECT message_id || ' ' || receipt FROM queue.receive('$tm.std', 50, visibility_timeout => '1 h')");
+is(scalar(@leases), 50, '50 messages in flight');
+my $stale = (split / /, $leases[0])[1];
+my $in_flight_sql = "SELECT string_agg(message_id || ':' || receive_count || ':' || visible_at, ',' ORDER BY message_id) "
+  . "FROM queue.peek('$tm.std', 100000) WHERE visible_at > now()";
+my $in_flight = on($w1, $in_flight_sql);
+is(on($coord, "SELECT body FROM queue.receive('$tm.fifo', 1, visibility_timeout => '1 h')"), 'g1 m1',
+	'a FIFO group\'s head in flight');
+my $ded_before = on($w1, "SELECT string_agg(message_id || body, ',' ORDER BY message_id) FROM queue.peek('$tm.ded', 1000)");
+my $layouts = on($w1, "SELECT string_agg(queue_name || ':' || dedicated, ' ' ORDER BY queue_name) FROM queue.queues WHERE queue_name LIKE '$tm.%'");
+like($layouts, qr/\Q$tm.dlq:false\E.*\Q$tm.std:true\E/, "both layouts among them: $layouts");
+my %first = map { $_ => 1 } split /\n/, on($w1, "SELECT message_id FROM queue.peek('$tm.std', 1000)");
+
+# a queue whose dead-letter queue is in another shard (of the same node)
+# cannot move without it: refused, nothing changes
+on($coord, "SELECT queue.create('$tm.linked', dead_letter_queue => '$ta.orders_dlq', max_receive_count => 2)");
+$err = fails_with($coord, $move_to_w3, '55000', 'a move that would part a queue from its dead-letter queue');
+like($err, qr/cannot move without what must share their node.*\Q$tm.linked\E \(dead-letter queue \Q$ta.orders_dlq\E\)/s,
+	'... names them');
+is(on($coord, "SELECT node_port FROM queue.citus_placement('$tm.std')") . ' '
+	  . on($w1, "SELECT count(*) FROM queue.peek('$tm.std', 1000)") . ' '
+	  . join('', map { on($_, 'SELECT count(*) FROM queue._citus_moves') } $w1, $w3),
+	$w1->port . ' 200 00', '... the shard and its queues stay, nothing is noted as moving');
+on($coord, "SELECT queue.drop('$tm.linked')");
+
+# refused to anyone but a superuser, and on bad arguments
+on($coord, "GRANT USAGE ON SCHEMA queue TO citus_app; GRANT EXECUTE ON PROCEDURE queue.citus_move_shard(bigint, text, integer) TO citus_app");
+$err = fails_with($coord, "SET ROLE citus_app; $move_to_w3", '42501', 'queue.citus_move_shard by a non-superuser');
+like($err, qr/must be run by a superuser/, '... says so');
+on($coord, "REVOKE EXECUTE ON PROCEDURE queue.citus_move_shard(bigint, text, integer) FROM citus_app");
+fails_with($coord, "CALL queue.citus_move_shard(1, '" . $w3->host . "', " . $w3->port . ')', '22023', 'a shard that is not the anchor\'s');
+fails_with($coord, "CALL queue.citus_move_shard($msh, 'nowhere', 1)", '22023', 'a target that is no node');
+fails_with($coord, "CALL queue.citus_move_shard(NULL, 'nowhere', 1)", '22004', 'a null shard');
+fails_with($coord, "CALL queue.citus_move_shard($msh, '" . $w1->host . "', " . $w1->port . ')', '22023',
+	'a move to the node it is on');
+fails_with($w1, $move_to_w3, '55000', 'a move from a worker');
+
+# the move, while a producer sends through the coordinator
+my $pscript = "$PostgreSQL::Test::Utils::tmp_check/citus_move_load.sql";
+my $pout = "$PostgreSQL::Test::Utils::tmp_check/citus_move_load.out";
+my $perr = "$PostgreSQL::Test::Utils::tmp_check/citus_move_load.err";
+PostgreSQL::Test::Utils::append_to_file($pscript,
+	join('', map { "SELECT 'acked ' || message_id FROM queue.send('$tm.std', 'load $_');\n" } 1 .. 6000));
+my $ph = IPC::Run::start(
+	[ 'psql', '-XAtq', '-d', $coord->connstr('postgres'), '-f', $pscript ],
+	'>', $pout, '2>', $perr);
+ok($w1->poll_query_until('postgres', "SELECT count(*) >= 500 FROM queue.peek('$tm.std', 100000)"),
+	'the producer is sending');
+my ($mout, $merr) = ('', '');
+my $t_move = time;
+my $mrc = $coord->psql('postgres', $move_to_w3, stdout => \$mout, stderr => \$merr);
+my $move_s = time - $t_move;
+is($mrc, 0, 'queue.citus_move_shard moves the shard to the new node') or diag($merr);
+my ($nq, $nmsg) = $merr =~ /moved shard \d+ with (\d+) queues \((\d+) messages\)/;
+note sprintf('the move of %d queues, %d messages, under a producer: %.0f ms (%s)', $nq // 0, $nmsg // 0,
+	$move_s * 1000, $merr =~ /NOTICE:\s+(.*)/ ? $1 : '');
+$ph->finish;
+my @packed = PostgreSQL::Test::Utils::slurp_file($pout) =~ /^acked (\d+)$/mg;
+my @perrors = PostgreSQL::Test::Utils::slurp_file($perr) =~ /ERROR:\s+(.*)/g;
+my @other = grep { !/is being moved to another node/ } @perrors;
+note scalar(@packed) . ' sends acknowledged, ' . scalar(@perrors) . ' refused while the queues moved';
+is(scalar(@packed) + scalar(@perrors), 6000, 'every send was acknowledged or refused');
+is(scalar(@other), 0, '... refused only as being moved (55006)') or diag("@other[0 .. 2]");
+
+is(on($coord, "SELECT shard_id || ' ' || node_port FROM queue.citus_placement('$tm.std')"), "$msh " . $w3->port,
+	'the shard is on the new node');
+is(on($w1, "SELECT count(*) FROM queue._queues WHERE queue_name LIKE '$tm.%'") . ' '
+	  . on($w1, "SELECT count(*) FROM queue._topics WHERE topic_name LIKE '$tm.%'") . ' '
+	  . on($w1, "SELECT count(*) FROM queue._consumers WHERE consumer_name LIKE '$tm.%'"),
+	'0 0 0', 'nothing of the tenant is left on the old node');
+is(on($w3, "SELECT string_agg(queue_name || ':' || dedicated, ' ' ORDER BY queue_name) FROM queue.queues"),
+	$layouts, 'its queues are on the new node, each in its layout (shared or dedicated)');
+my @moved = split /\n/, on($w3, "SELECT message_id FROM queue.peek('$tm.std', 100000)");
+my %moved = map { $_ => 1 } @moved;
+my @want = (keys %first, @packed);
+is(scalar(@moved), scalar(keys %moved), 'no message is there twice');
+is(scalar(grep { !$moved{$_} } @want), 0, 'every message sent before and every send acknowledged is there');
+is(scalar(@moved), scalar(@want), '... and nothing else');
+is(on($w3, $in_flight_sql), $in_flight, 'the leases are kept: receive counts and visibility as they were');
+is(on($w3, "SELECT string_agg(message_id || body, ',' ORDER BY message_id) FROM queue.peek('$tm.ded', 1000)"), $ded_before,
+	'the dedicated queue\'s messages, with their ids');
+is(on($w3, "SELECT dead_letter_queue || ' ' || max_receive_count FROM queue.queues WHERE queue_name = '$tm.std'"),
+	"$tm.dlq 5", 'its dead-letter queue is its own again');
+is(on($coord, "SELECT string_agg(body, ',') FROM queue.receive('$tm.fifo', 20)"),
+	'g2 m1,g2 m2,g2 m3,g2 m4,g2 m5,g3 m1,g3 m2,g3 m3,g3 m4,g3 m5',
+	'FIFO: the group in flight stays held, the others come in order');
+my $orig = on($w3, "SELECT message_id FROM queue.peek('$tm.fifo', 100) WHERE body = 'g2 m3'");
+is(on($coord, "SELECT message_id || ' ' || duplicate FROM queue.send('$tm.fifo', 'again', message_group_id => 'g2', deduplication_id => 'd2.3')"),
+	"$orig true", 'the deduplication window came along');
+$err = fails_with($coord, "SELECT queue.delete('$tm.std', '$stale')", '55000', 'a receipt issued before the move');
+like($err, qr/stale receipt.*before the queue moved/s, '... is stale');
+my ($fresh_id, $fresh) = split / /, on($coord, "SELECT message_id || ' ' || receipt FROM queue.receive('$tm.std', 1)");
+is(on($coord, "SELECT queue.delete('$tm.std', '$fresh')"), 't', 'a receipt of the new node deletes');
+my $sent_w3 = on($w3, "SELECT sent FROM queue.stats WHERE queue_name = '$tm.std'");
+on($w2, "SELECT queue.send('$tm.std', 'from w2 after the move')");
+is(on($coord, "SELECT delivered FROM queue.publish('$tm.events', 'published after the move')"), '1',
+	'the topic publishes on the new node');
+is(on($w3, "SELECT sent - $sent_w3 FROM queue.stats WHERE queue_name = '$tm.std'"), '2',
+	'calls from a worker and the coordinator go to the new node');
+cmp_ok(on($coord, "SELECT max(message_id) FROM queue.send('$tm.std', 'a new id')"), '>', (sort { $b <=> $a } @moved)[0],
+	'the new node\'s ids continue above the messages that came');
+on($coord, "SELECT queue.send('$tm.pushed', 'pushed after the move')");
+ok($w3->poll_query_until('postgres', "SELECT count(*) = 1 FROM handled WHERE body = 'pushed after the move'"),
+	'the consumer runs on the new node');
+
+# a move that fails midway (here Citus's copy of the shard, refused by the
+# target) leaves everything on the source, with receipts still valid
+on($w2, q(
+SET citus.enable_ddl_propagation = off;
+CREATE FUNCTION no_room() RETURNS event_trigger LANGUAGE plpgsql AS $$
+BEGIN
+	IF EXISTS (SELECT FROM pg_event_trigger_ddl_commands() c WHERE c.object_identity LIKE 'queue_citus.moving%') THEN
+		RAISE EXCEPTION 'no room here' USING ERRCODE = '53100';
+	END IF;
+END $$;
+CREATE EVENT TRIGGER no_room ON ddl_command_end WHEN TAG IN ('CREATE TABLE') EXECUTE FUNCTION no_room();
+));
+my $before_fail = on($w3, "SELECT string_agg(message_id::text, ',' ORDER BY message_id) FROM queue.peek('$tm.std', 100000)");
+my ($kept_id, $kept) = split / /, on($coord, "SELECT message_id || ' ' || receipt FROM queue.receive('$tm.std', 1, visibility_timeout => '1 h')");
+$err = fails_with($coord, "CALL queue.citus_move_shard($msh, '" . $w2->host . "', " . $w2->port . ')', '53100',
+	'a move whose copy fails on the target');
+like($err, qr/its queues stay on .*\Q@{[ $w3->port ]}\E.*no room here/s, '... says where the queues are');
+is(on($coord, "SELECT node_port FROM queue.citus_placement('$tm.std')") . ' '
+	  . join('', map { on($_, 'SELECT count(*) FROM queue._citus_moves') } $w2, $w3),
+	$w3->port . ' 00', '... the shard stayed, nothing is noted as moving');
+is(on($w3, "SELECT string_agg(message_id::text, ',' ORDER BY message_id) FROM queue.peek('$tm.std', 100000)"), $before_fail,
+	'... every message is there, once');
+is(on($coord, "SELECT queue.delete('$tm.std', '$kept')"), 't', '... and a receipt issued before it still deletes');
+on($w2, 'DROP EVENT TRIGGER no_room');
+# (section 7's drain left w1 marked to hold no shards)
+fails_with($coord, "CALL queue.citus_move_shard($msh, '" . $w1->host . "', " . $w1->port . ')', '55000',
+	'a move to a node marked to hold no shards');
+
+# a move interrupted midway (the coordinator's session gone after the
+# source packed the queues): calls on them are refused with 55006, from any
+# node, until the next move of the shard undoes it and moves
+my ($g3, $g2) = map { on($coord, "SELECT groupid FROM pg_dist_node WHERE nodeport = " . $_->port) } $w3, $w2;
+my $before_int = on($w3, "SELECT string_agg(message_id::text, ',' ORDER BY message_id) FROM queue.peek('$tm.std', 100000)");
+on($coord, "SELECT queue._citus_run_step('announce', $msh, $g3, $g2)");
+on($coord, "SELECT queue._citus_run_step('out', $msh, $g3, $g2)");
+$err = fails_with($coord, "SELECT queue.send('$tm.std', 'while packed')", '55006',
+	'a send through the coordinator while the queues are packed');
+like($err, qr/is being moved to another node/, '... says why');
+fails_with($w3, "SELECT count(*) FROM queue.receive('$tm.std')", '55006', '... a receive on their node');
+fails_with($w3, "SELECT queue.create('$tm.new')", '55006', '... and a create of a queue of the shard');
+($mout, $merr) = ('', '');
+$mrc = $coord->psql('postgres', "CALL queue.citus_move_shard($msh, '" . $w2->host . "', " . $w2->port . ')',
+	stdout => \$mout, stderr => \$merr);
+is($mrc, 0, 'the next move of the shard runs') or diag($merr);
+like($merr, qr/an interrupted move of shard $msh was undone/, '... after undoing the interrupted one');
+is(on($w2, "SELECT string_agg(message_id::text, ',' ORDER BY message_id) FROM queue.peek('$tm.std', 100000)"), $before_int,
+	'... and every message is on its new node, once');
+is(join('', map { on($_, 'SELECT count(*) FROM queue._citus_moves') } $w1, $w2, $w3), '000', 'no move is noted any more');
+
+# --- 11. The SQS endpoint across nodes ---------------------------------------
+
+# w1 and w2 serve the SQS endpoint; a request to w2's for a queue of w1 is
+# forwarded there after w2 verified it, and w1 verifies it again
+my $python = '/usr/bin/python3';
+SKIP:
+{
+	skip 'no Debian python3-boto3', 17
+	  unless system("$python -I -c 'import boto3' >/dev/null 2>&1") == 0;
+	skip "no $pkglib/queue_sqs.so with libcurl (libmicrohttpd-dev, libcurl4-openssl-dev)", 17
+	  unless -f "$pkglib/queue_sqs.so" && `ldd $pkglib/queue_sqs.so` =~ /libcurl/;
+
+	on($coord, q(
+CREATE ROLE sqs_citus LOGIN;
+GRANT USAGE ON SCHEMA queue TO sqs_citus;
+GRANT CREATE ON DATABASE postgres TO sqs_citus;
+));
+	my ($key, $secret) = ('AKIDCITUSCLUSTER0001', 'citus-cluster-secret-0000000000000000000001');
+	is(on($coord, "SELECT count(*) FROM run_command_on_all_nodes(\$\$"
+		  . "SELECT count(*) FROM queue.create_access_key('sqs_citus', '$key', '$secret')\$\$) WHERE success"),
+		'4', 'the access key is made on every node');
+	for my $n ($w1, $w2)
+	{
+		on($coord, "SELECT queue.citus_set_sqs_endpoint('" . $n->host . "', " . $n->port
+			  . ", 'http://127.0.0.1:$sqs_port{$n->name}')");
+	}
+	is(on($w2, 'SELECT count(*) FROM queue_citus.sqs_endpoints'), '2', 'every node knows the endpoints');
+	$err = fails_with($coord, "SET ROLE citus_app; SELECT queue.citus_set_sqs_endpoint('" . $w1->host . "', "
+		  . $w1->port . ", 'http://127.0.0.1:1')", '42501', 'queue.citus_set_sqs_endpoint by a non-superuser');
+	fails_with($coord, "SELECT queue.citus_set_sqs_endpoint('" . $w1->host . "', " . $w1->port . ", 'ftp://x')",
+		'22023', 'an endpoint that is no http URL');
+
+	# a name for the wire (no "."), placed on w1
+	my $sq;
+	for my $i (0 .. 99)
+	{
+		next unless node_of("sqsq$i") == $w1;
+		$sq = "sqsq$i";
+		last;
+	}
+	my @client = ($python, '-I', "$FindBin::RealBin/sqs/citus_client.py",
+		"http://127.0.0.1:$sqs_port{$w2->name}", $key, $secret);
+	my $client = sub {
+		my ($out, $err) = ('', '');
+		IPC::Run::run([ @client, @_ ], '>', \$out, '2>', \$err);
+		diag($err) if $err ne '';
+		my %v = $out =~ /^value\t(\w+)\t(.*)$/mg;
+		return \%v;
+	};
+	like($client->('create', $sq)->{url}, qr{/000000000000/\Q$sq\E$}, "CreateQueue of $sq at w2's endpoint");
+	is(on($w1, "SELECT count(*) FROM queue.queues WHERE queue_name = '$sq'") . ' '
+		  . on($w2, "SELECT count(*) FROM queue._queues WHERE queue_name = '$sq'"),
+		'1 0', '... makes it on w1, its node');
+	is(on($w1, "SELECT owner FROM queue.queues WHERE queue_name = '$sq'"), 'sqs_citus', '... owned by the key\'s role');
+	like($client->('send', $sq, 'over w2')->{id}, qr/^[0-9a-f-]{36}$/, 'SendMessage at w2\'s endpoint');
+	is(on($w1, "SELECT string_agg(body, ',') FROM queue.peek('$sq')"), 'over w2', '... the message is on w1');
+	my $v = $client->('wait', $sq, '1');
+	is("$v->{received} $v->{bodies} $v->{deleted}", '1 over w2 1', 'ReceiveMessage and DeleteMessage at w2\'s endpoint');
+	is(on($w1, "SELECT count(*) FROM queue.peek('$sq')"), '0', '... deleted it on w1');
+
+	# a long poll at w2's endpoint parks on w1, and a commit there wakes it
+	my ($out, $perr) = ('', '');
+	my $h = IPC::Run::start([ @client, 'wait', $sq, '20' ], '>', \$out, '2>', \$perr);
+	sleep 2;
+	my $t_send = time;
+	on($w1, "SELECT queue.send('$sq', 'wake up')");
+	$h->finish;
+	my %lp = $out =~ /^value\t(\w+)\t(.*)$/mg;
+	is("$lp{received} $lp{bodies}", '1 wake up', 'a long poll at w2\'s endpoint gets the message sent on w1')
+	  or diag($perr);
+	my $woken = ($lp{at} // 0) - $t_send;
+	cmp_ok($woken, '<', 5, '... woken by the commit, well before its 20 s');
+	note sprintf('send on w1 to the answer of a long poll at w2\'s endpoint: %.0f ms', $woken * 1000);
+	my $t0 = time;
+	$v = $client->('wait', $sq, '2');
+	my $empty = time - $t0;
+	is($v->{received}, '0', 'an empty long poll through the forward');
+	cmp_ok($empty, '>=', 1.8, '... answers after its WaitTimeSeconds');
+	is($client->('attrs', $sq)->{visible}, '0', 'GetQueueAttributes at w2\'s endpoint');
+
+	# w2 verifies before it forwards: a wrong secret never reaches w1
+	my $before = on($w1, "SELECT sent FROM queue.stats WHERE queue_name = '$sq'");
+	my @bad = ($python, '-I', "$FindBin::RealBin/sqs/citus_client.py",
+		"http://127.0.0.1:$sqs_port{$w2->name}", $key, 'wrong');
+	($out, $perr) = ('', '');
+	IPC::Run::run([ @bad, 'error', $sq ], '>', \$out, '2>', \$perr);
+	like($out, qr/^value\terror\t(SignatureDoesNotMatch|InvalidClientTokenId)$/m, 'a wrong secret is refused at w2');
+	is(on($w1, "SELECT sent FROM queue.stats WHERE queue_name = '$sq'"), $before, '... and nothing is sent on w1');
+}
+
+# --- 12. docs/citus.md as written -------------------------------------------
 
 my $page = "$FindBin::RealBin/../../docs/citus.md";
 my $ran = DocTest::run_citus_blocks($coord, $page, 'postgres', name => 'docs/citus.md');
@@ -519,5 +837,5 @@ my $readme = "$FindBin::RealBin/../../README.md";
 $ran = DocTest::run_citus_blocks($coord, $readme, 'postgres', name => 'README.md');
 cmp_ok($ran, '>=', 2, "README.md: $ran Citus blocks ran on the cluster");
 
-$_->stop for @nodes;
+$_->stop for @nodes, $w3;
 done_testing();
