@@ -7,11 +7,12 @@
  * takes them with FOR UPDATE SKIP LOCKED (each visible message goes to
  * exactly one caller), pushes their visible_at to the end of the lease,
  * counts the receive and stamps a new receipt nonce.  Before it returns
- * them, failed.c registers the leases, so that a rollback still counts
- * them, and says which leased messages have receives that rolled back and
- * are not in their rows yet: those are written now, and a message whose
- * count so reaches max_receive_count, or whose retry delay has not passed,
- * is given up rather than delivered (settle_rolled_back).
+ * them, lease/ settles what the statement leased (queue_lease_settle):
+ * the leases are registered, so that a rollback still counts them;
+ * receives of them that rolled back and are not in their rows yet are
+ * written now, and a message whose count so reaches max_receive_count,
+ * or whose retry delay has not passed, is given up rather than delivered;
+ * rows flagged as received too often go to the dead-letter queue.
  *
  *-------------------------------------------------------------------------
  */

@@ -332,12 +332,19 @@ scan_by_key(QueueMeta *q, IndexedRel *r, Snapshot snap, Datum key, bool is_group
 	return scan;
 }
 
-/* The first row of r by key, into r->slot; false if there is none. */
+/*
+ * The row of r by a unique key (a group id in g's primary key, a message
+ * id in the messages'), into r->slot; false if there is none.  Read from
+ * the key's last index entry back: each version of a row that a held
+ * snapshot keeps has an entry of its own, in heap order, and the visible
+ * one is nearly always the newest, at the end (issue 38: a group row is
+ * written at every receive and delete of its messages).
+ */
 static bool
 fetch_by_key(QueueMeta *q, IndexedRel *r, Snapshot snap, Datum key, bool is_group)
 {
 	IndexScanDesc scan = scan_by_key(q, r, snap, key, is_group);
-	bool		found = index_getnext_slot(scan, ForwardScanDirection, r->slot);
+	bool		found = index_getnext_slot(scan, BackwardScanDirection, r->slot);
 
 	index_endscan(scan);
 	return found;
