@@ -94,8 +94,11 @@ command -v prometheus-postgres-exporter >/dev/null 2>&1 ||
 command -v curl >/dev/null 2>&1 || { missing+=("curl"); extra_pkgs+=(curl); }
 # The SQS endpoint (src/sqs/, library queue_sqs) and its tests.
 [ -f /usr/include/microhttpd.h ] || { missing+=("libmicrohttpd headers"); extra_pkgs+=(libmicrohttpd-dev); }
-# ... its forwards to the queue's node of a Citus cluster (src/sqs/forward.c)
-pkg-config --exists libcurl 2>/dev/null || { missing+=("libcurl headers"); extra_pkgs+=(libcurl4-openssl-dev); }
+# ... its forwards to the queue's node of a Citus cluster (src/sqs/forward.c),
+# found by pkg-config (Debian's pkgconf), which a fresh machine may lack
+command -v pkg-config >/dev/null 2>&1 || { missing+=("pkg-config"); extra_pkgs+=(pkgconf); }
+compgen -G "/usr/include/*/curl/curl.h" >/dev/null || [ -f /usr/include/curl/curl.h ] ||
+	{ missing+=("libcurl headers"); extra_pkgs+=(libcurl4-openssl-dev); }
 /usr/bin/python3 -I -c 'import boto3' >/dev/null 2>&1 || { missing+=("python3 boto3"); extra_pkgs+=(python3-boto3); }
 # Debian's AWS CLI, the one the tests run (a pyenv shim named aws on PATH is not it)
 [ -x /usr/bin/aws ] || { missing+=("/usr/bin/aws"); extra_pkgs+=(awscli); }
@@ -214,6 +217,7 @@ command -v node >/dev/null 2>&1 || still+=("node")
 command -v prometheus-postgres-exporter >/dev/null 2>&1 || still+=("prometheus-postgres-exporter")
 command -v curl >/dev/null 2>&1 || still+=("curl")
 [ -f /usr/include/microhttpd.h ] || still+=("libmicrohttpd headers")
+command -v pkg-config >/dev/null 2>&1 || still+=("pkg-config")
 pkg-config --exists libcurl 2>/dev/null || still+=("libcurl headers")
 /usr/bin/python3 -I -c 'import boto3' >/dev/null 2>&1 || still+=("python3 boto3")
 command -v aws >/dev/null 2>&1 || still+=("aws")
