@@ -367,3 +367,21 @@ queue_check_name_sql(PG_FUNCTION_ARGS)
 	queue_check_name(PG_GETARG_TEXT_PP(0), argname);
 	PG_RETURN_VOID();
 }
+
+/*
+ * Prepare a statement and keep it for the life of the backend (or until
+ * the caller frees it): statements made once and run many times outside
+ * storage/plans.c's per-queue plans (topics, consumer processes, access
+ * keys, the Citus guard, receipts of moved queues).
+ */
+SPIPlanPtr
+queue_keep_plan(const char *sql, int nargs, Oid *types)
+{
+	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
+
+	if (plan == NULL)
+		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql, SPI_result_code_string(SPI_result));
+	if (SPI_keepplan(plan) != 0)
+		elog(ERROR, "SPI_keepplan failed");
+	return plan;
+}

@@ -7,7 +7,7 @@
  *	  commits of receives, and the settings the background processes pin.
  *
  * Files of src/common/, top to bottom (a file calls only files below it):
- *	  args.c      argument checks (names among them) and array helpers (every API entry point)
+ *	  args.c      argument checks (names among them), array helpers, kept SPI plans
  *	  receipt.c   receipts: encoding, signing, checking (uses hmac.c)
  *	  hmac.c      HMAC-SHA-256 under a kept key (OpenSSL)
  *	  counts.c    per-queue counters and wake-ups, handed to shared memory at commit
@@ -81,6 +81,7 @@ extern void queue_receipt_parse(text *receipt, int64 queue_id,
 								int64 *message_id, uint64 *nonce);
 
 /* args.c */
+extern SPIPlanPtr queue_keep_plan(const char *sql, int nargs, Oid *types);
 extern void queue_check_name(text *name, const char *argname);
 extern void queue_arg_notnull(FunctionCallInfo fcinfo, int argno,
 							  const char *argname);

@@ -242,14 +242,11 @@ moved_here(int64 queue_id, int64 from_queue_id)
 	if (plan == NULL)
 	{
 		Oid			types[2] = {INT8OID, INT8OID};
-		SPIPlanPtr	p = SPI_prepare("SELECT FROM queue._citus_moved_in m "
-									"WHERE m.queue_id OPERATOR(pg_catalog.=) $1 "
-									"AND m.from_queue_id OPERATOR(pg_catalog.=) $2",
-									2, types);
 
-		if (p == NULL || SPI_keepplan(p) != 0)
-			elog(ERROR, "could not prepare the moved-queue lookup");
-		plan = p;
+		plan = queue_keep_plan("SELECT FROM queue._citus_moved_in m "
+							   "WHERE m.queue_id OPERATOR(pg_catalog.=) $1 "
+							   "AND m.from_queue_id OPERATOR(pg_catalog.=) $2",
+							   2, types);
 	}
 	args[0] = Int64GetDatum(queue_id);
 	args[1] = Int64GetDatum(from_queue_id);

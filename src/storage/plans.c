@@ -1024,23 +1024,6 @@ queue_planner_hook_init(void)
 	get_relation_info_hook = relation_info;
 }
 
-/*
- * Prepare a statement and keep it for the life of the backend (or until
- * the caller frees it): the statements of topics (topic_catalog.c) and of
- * consumer processes (consumer_worker.c), made once and run many times.
- */
-SPIPlanPtr
-queue_keep_plan(const char *sql, int nargs, Oid *types)
-{
-	SPIPlanPtr	plan = SPI_prepare(sql, nargs, types);
-
-	if (plan == NULL)
-		elog(ERROR, "SPI_prepare failed for \"%s\": %s", sql, SPI_result_code_string(SPI_result));
-	if (SPI_keepplan(plan) != 0)
-		elog(ERROR, "SPI_keepplan failed");
-	return plan;
-}
-
 /* Forget a queue's plans, when its cache entry is rebuilt. */
 void
 queue_release_plans(QueueMeta *q)

@@ -203,7 +203,6 @@ extern const char *queue_shared_table(char kind, bool fifo);
 extern char *queue_table_name(const QueueMeta *q, char kind);
 extern char *queue_key_cond(const QueueMeta *q, char kind, const char *alias);
 extern void queue_release_plans(QueueMeta *q);
-extern SPIPlanPtr queue_keep_plan(const char *sql, int nargs, Oid *types);
 extern void queue_planner_hook_init(void);
 
 /* the entries of a send (send.c makes them, insert.c writes them) */
