@@ -915,27 +915,28 @@ queue_exec_snapshot(QueueMeta *q, QueuePlanKind kind, const Datum *args,
 
 static planner_hook_type prev_planner_hook = NULL;
 static get_relation_info_hook_type prev_relation_info_hook = NULL;
-static bool planning_ours = false;
+
+/* queue_data's OID while one of our statements is planned, else InvalidOid */
+static Oid	planning_nsp = InvalidOid;
 
 static void
 relation_info(PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo *rel)
 {
 	if (prev_relation_info_hook)
 		prev_relation_info_hook(root, relid, inhparent, rel);
-	if (planning_ours && rel->tuples < PLAN_AS_ROWS &&
-		get_rel_namespace(relid) == get_namespace_oid("queue_data", true))
+	if (OidIsValid(planning_nsp) && rel->tuples < PLAN_AS_ROWS &&
+		get_rel_namespace(relid) == planning_nsp)
 	{
-		double		scale = rel->tuples > 0 ? PLAN_AS_ROWS / rel->tuples : PLAN_AS_ROWS;
 		ListCell   *lc;
 
 		rel->tuples = PLAN_AS_ROWS;
-		rel->pages = (BlockNumber) Max((double) rel->pages * scale, PLAN_AS_ROWS / 50);
+		rel->pages = Max(rel->pages, (BlockNumber) (PLAN_AS_ROWS / 50));
 		foreach(lc, rel->indexlist)
 		{
 			IndexOptInfo *index = (IndexOptInfo *) lfirst(lc);
 
 			index->tuples = PLAN_AS_ROWS;
-			index->pages = (BlockNumber) Max((double) index->pages * scale, PLAN_AS_ROWS / 200);
+			index->pages = Max(index->pages, (BlockNumber) (PLAN_AS_ROWS / 200));
 		}
 	}
 }
@@ -963,6 +964,8 @@ queue_planner(Query *parse, const char *query_string, int cursor_options,
 			  ParamListInfo bound_params)
 {
 	bool		ours = false;
+	Oid			nsp = InvalidOid;
+	Oid			save_nsp = planning_nsp;
 	bool		save_seqscan = enable_seqscan;
 	bool		save_bitmapscan = enable_bitmapscan;
 	bool		save_hashjoin = enable_hashjoin;
@@ -972,8 +975,7 @@ queue_planner(Query *parse, const char *query_string, int cursor_options,
 
 	if ((cursor_options & CURSOR_OPT_GENERIC_PLAN) && enable_seqscan)
 	{
-		Oid			nsp = get_namespace_oid("queue_data", true);
-
+		nsp = get_namespace_oid("queue_data", true);
 		ours = OidIsValid(nsp) && rte_in_queue_data((Node *) parse, &nsp);
 	}
 	if (ours)
@@ -986,7 +988,8 @@ queue_planner(Query *parse, const char *query_string, int cursor_options,
 	}
 	PG_TRY();
 	{
-		planning_ours = ours;
+		/* a planning nested in this one (a function run to fold it) keeps its own */
+		planning_nsp = ours ? nsp : InvalidOid;
 		if (prev_planner_hook)
 			result = prev_planner_hook(parse, query_string, cursor_options,
 									   bound_params);
@@ -996,7 +999,7 @@ queue_planner(Query *parse, const char *query_string, int cursor_options,
 	}
 	PG_FINALLY();
 	{
-		planning_ours = false;
+		planning_nsp = save_nsp;
 		enable_seqscan = save_seqscan;
 		enable_bitmapscan = save_bitmapscan;
 		enable_hashjoin = save_hashjoin;
