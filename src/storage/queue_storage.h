@@ -29,9 +29,13 @@
  *	    invariants).  Plans stay narrow when made again after an ANALYZE
  *	    that saw mostly dead rows: every queue_data table is planned as a
  *	    large one, and the shared tables' key columns keep n_distinct = 1.
- *	    Left: the rows themselves still take a version per lease and per
- *	    delete, so the tables grow while a snapshot is held, and lookups of
- *	    one group row by key walk its versions.
+ *	    The rows themselves still take a version per lease and per
+ *	    delete; while a snapshot is held the worker truncates a table that
+ *	    holds no live row (worker/vacuum.c, "recycling"), which bounds a
+ *	    queue that keeps emptying.  Left: a queue that never empties grows
+ *	    while the snapshot is held (segments recycled one by one would
+ *	    bound it), and lookups of one group row by key walk its versions
+ *	    between recycles.
  *
  *-------------------------------------------------------------------------
  */

@@ -8,7 +8,8 @@
  *	  worker.c    the launcher and the queue worker's loop
  *	  sweep.c     one queue's sweep: expiry, windows, dead letters, reclaim
  *	  move_task.c the SQS endpoint's message move tasks, in slices
- *	  vacuum.c    vacuums of queues' tables after churn
+ *	  vacuum.c    vacuums of queues' tables after churn, and their
+ *	              recycling while a snapshot holds vacuum back
  *
  * May call: push/ (the consumers' tending), lease/, fifo/, state/, access/, storage/,
  *	  common/.  Nothing here includes or calls a folder above
@@ -34,6 +35,10 @@ extern TimestampTz queue_move_tasks_advance(MemoryContext cxt);
 extern void queue_vacuum_shared_if_churned(void);
 extern void queue_vacuum_if_churned(int64 queue_id, bool fifo, bool shared, int64 g_blocks,
 									int64 *last, int64 *last_g);
+extern void queue_recycle_if_empty(int64 queue_id, bool fifo, TimestampTz *due);
+extern void queue_recycle_shared_if_empty(const int64 *ids, int n, bool fifo);
+extern void queue_recycle_pending_pass(void);
+extern void queue_recycle_forget(int64 queue_id);
 
 /* sweep.c: the worker's work on each queue, pass after pass */
 typedef struct SweptQueue
@@ -47,6 +52,7 @@ typedef struct SweptQueue
 	int64		empty_arrivals; /* found empty after this many arrivals, or -1 */
 	int64		vacuumed_churn; /* its churn at its last vacuum (vacuum.c) */
 	int64		vacuumed_g_churn;	/* ... at its group table's last vacuum */
+	TimestampTz recycle_due;	/* no recycling of its tables before (vacuum.c) */
 	/* The expiry lap under way: every message, in id order (see below). */
 	bool		lap_running;
 	int64		lap_cursor;		/* ids up to this one are done */
@@ -88,7 +94,7 @@ extern void queue_sweep_due_now(SweptQueue *sq);
 extern void queue_sweep_empty(SweptQueue *sq);
 extern void queue_sweep_pass(QueueRow *q, SweptQueue *sq, MemoryContext cxt);
 extern void queue_reclaim_pass(MemoryContext cxt);
-extern void queue_vacuum_shared_pass(MemoryContext cxt);
+extern void queue_vacuum_shared_pass(QueueRow **rows, int n, MemoryContext cxt);
 
 /* worker.c */
 extern bool queue_worker_enabled;

@@ -633,6 +633,8 @@ vacuum_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 	{
 		queue_vacuum_if_churned(q->id, q->fifo, q->shared, q->g_blocks, &sq->vacuumed_churn,
 								&sq->vacuumed_g_churn);
+		if (!q->shared)
+			queue_recycle_if_empty(q->id, q->fifo, &sq->recycle_due);
 	}
 	PG_CATCH();
 	{
@@ -696,15 +698,31 @@ queue_reclaim_pass(MemoryContext cxt)
 	MemoryContextSwitchTo(outer);
 }
 
-/* Vacuum the shared tables that churned (vacuum.c); an error waits for a later pass. */
+/*
+ * Vacuum the shared tables that churned; try the dedicated queues whose
+ * recycling is pending, and recycle the shared tables of a kind whose
+ * queues (of the n rows) hold nothing (vacuum.c); an error waits for a
+ * later pass.
+ */
 void
-queue_vacuum_shared_pass(MemoryContext cxt)
+queue_vacuum_shared_pass(QueueRow **rows, int n, MemoryContext cxt)
 {
 	MemoryContext outer = MemoryContextSwitchTo(cxt);
 
 	PG_TRY();
 	{
 		queue_vacuum_shared_if_churned();
+		queue_recycle_pending_pass();
+		for (int fifo = 0; fifo <= 1; fifo++)
+		{
+			int64	   *ids = palloc(sizeof(int64) * Max(n, 1));
+			int			nids = 0;
+
+			for (int i = 0; i < n; i++)
+				if (rows[i]->shared && rows[i]->fifo == (fifo == 1))
+					ids[nids++] = rows[i]->id;
+			queue_recycle_shared_if_empty(ids, nids, fifo == 1);
+		}
 	}
 	PG_CATCH();
 	{
@@ -725,6 +743,7 @@ queue_sweep_new(SweptQueue *sq)
 	sq->empty_arrivals = -1;
 	sq->vacuumed_churn = -1;
 	sq->vacuumed_g_churn = -1;
+	sq->recycle_due = 0;
 	sq->lap_running = false;
 }
 

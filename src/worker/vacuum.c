@@ -19,12 +19,68 @@
  * that changed and its indexes, so its cost stays a small share of the work
  * that made it necessary.
  *
+ * A vacuum cannot remove what a snapshot can still see: while one
+ * transaction holds back the horizon (an idle-in-transaction session, a
+ * long report, a standby's feedback), every lease and delete leaves a row
+ * version that stays, and the tables grow however often they are vacuumed.
+ * So the worker also recycles a queue's table (queue_recycle_if_empty,
+ * queue_recycle_shared_if_empty): when the horizon lags and the table has
+ * grown past QUEUE_RECYCLE_MIN_BLOCKS, it waits (QUEUE_RECYCLE_TRIES short
+ * tries a pass, while the counters say it holds at most
+ * QUEUE_RECYCLE_NEAR_EMPTY) for a moment when they say it holds no
+ * message, takes the table's exclusive lock without waiting for it
+ * (ConditionalLockRelationOid: no sender or receiver ever queues behind
+ * the worker), proves under the lock that no row is live, and truncates
+ * it: the dead versions and their index entries go at once, whatever the
+ * snapshot.  Invariants:
+ *	  - Nothing live is ever removed.  Under the exclusive lock no other
+ *	    transaction has the table open, so no insert, lease or delete is in
+ *	    progress (a prepared transaction keeps its lock too); the check
+ *	    reads every block with the latest snapshot, and a single visible
+ *	    row stops it.  Only versions that no new snapshot can see go.
+ *	  - A snapshot older than the truncation sees the table empty if it
+ *	    reads it afterwards, as after any TRUNCATE (the PostgreSQL
+ *	    documentation's MVCC caveat): the rows it misses were deleted
+ *	    before the truncation, by transactions that committed.
+ *	  - User code never runs: a table with any trigger (a user's, or the
+ *	    foreign keys' that reference it) is never recycled, and the
+ *	    truncation is ExecuteTruncateGuts called directly, not a statement
+ *	    (no utility hooks, no event triggers).  It writes no logical
+ *	    decoding record: the rows' deletes were decoded already, and a
+ *	    decoder of sends sees only sends.  Tables Citus manages are left
+ *	    alone.
+ *	  - The cost is bounded: the tries take at most
+ *	    QUEUE_RECYCLE_BUDGET_US of the worker's every second (given in the
+ *	    order the worker visits queues: with more than two busy queues
+ *	    under a held snapshot, the later ones may wait; left as it is);
+ *	    the check reads at most
+ *	    QUEUE_RECYCLE_MAX_BLOCKS under the lock (a larger table is left to
+ *	    vacuum); a live row found more than QUEUE_RECYCLE_NEAR_BLOCKS from
+ *	    the table's end ends the pass's tries, and one more than
+ *	    QUEUE_RECYCLE_FAR_BLOCKS from it (a queue that does not drain, or
+ *	    counters that lost count after a restart) stops tries on that
+ *	    table for QUEUE_RECYCLE_BACKOFF.
+ *	  - While the horizon is current nothing is recycled: vacuum keeps the
+ *	    tables small then, and a truncation would only cost the plans kept
+ *	    on the table (they are made again after its invalidation).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"
 
+#include "access/heapam.h"
+#include "access/tableam.h"
+#include "access/transam.h"
 #include "access/xact.h"
+#include "commands/tablecmds.h"
 #include "commands/vacuum.h"
+#include "miscadmin.h"
+#include "storage/bufmgr.h"
+#include "storage/lmgr.h"
+#include "storage/procarray.h"
+#include "utils/rel.h"
+#include "utils/snapmgr.h"
+#include "utils/timestamp.h"
 #include "nodes/makefuncs.h"
 #include "parser/parse_node.h"
 #include "catalog/pg_class.h"
@@ -38,6 +94,18 @@
 
 #define QUEUE_VACUUM_MIN_CHURN	1000
 #define QUEUE_VACUUM_MAX_CHURN	10000
+
+#define QUEUE_RECYCLE_MIN_BLOCKS	8	/* 64 kB: below, left to vacuum */
+#define QUEUE_RECYCLE_MAX_BLOCKS	16384	/* 128 MB: the most read under the lock */
+#define QUEUE_RECYCLE_LAG_XIDS		1000	/* the horizon this far behind */
+#define QUEUE_RECYCLE_NEAR_EMPTY	100	/* held by the counters: worth waiting for 0 */
+#define QUEUE_RECYCLE_TRIES			25	/* tries a pass, ... */
+#define QUEUE_RECYCLE_NAP_US		2000	/* ... this far apart */
+#define QUEUE_RECYCLE_NEAR_BLOCKS	64	/* a live row further from the end: no
+										 * more tries this pass, ... */
+#define QUEUE_RECYCLE_FAR_BLOCKS	1024	/* ... and this far: back off */
+#define QUEUE_RECYCLE_BACKOFF		(30 * USECS_PER_SEC)
+#define QUEUE_RECYCLE_BUDGET_US		100000	/* of the worker's every second */
 
 
 /*
@@ -203,4 +271,307 @@ queue_vacuum_if_churned(int64 queue_id, bool fifo, bool shared, int64 g_blocks,
 		*last_g = churn;
 		vacuum_table('g', queue_id, false, fifo);
 	}
+}
+
+
+/* What one try to recycle a table found. */
+typedef enum RecycleResult
+{
+	RECYCLE_NOT_DUE,			/* small, the horizon current, or not ours to touch */
+	RECYCLE_BUSY,				/* someone has it open, or a row is live near its end */
+	RECYCLE_LIVE,				/* a row is live further back: not this pass */
+	RECYCLE_LIVE_FAR,			/* ... far back: back off */
+	RECYCLE_DONE				/* truncated */
+} RecycleResult;
+
+/*
+ * Under the table's exclusive lock: truncate it if no row is live.  Reads
+ * from the last block back, where a queue's newest rows mostly are, so a
+ * queue that is not empty after all costs a few blocks.
+ */
+static RecycleResult
+recycle_locked(Relation rel, BlockNumber nblocks)
+{
+	Snapshot	snap = RegisterSnapshot(GetLatestSnapshot());
+	TableScanDesc scan = table_beginscan_strat(rel, snap, 0, NULL, true, false);
+	HeapTuple	tup = heap_getnext(scan, BackwardScanDirection);
+	BlockNumber at = tup ? ItemPointerGetBlockNumber(&tup->t_self) : 0;
+
+	table_endscan(scan);
+	UnregisterSnapshot(snap);
+	if (tup != NULL)
+		return nblocks - at > QUEUE_RECYCLE_FAR_BLOCKS ? RECYCLE_LIVE_FAR :
+			nblocks - at > QUEUE_RECYCLE_NEAR_BLOCKS ? RECYCLE_LIVE : RECYCLE_BUSY;
+
+	CheckTableNotInUse(rel, "TRUNCATE");
+	PushActiveSnapshot(GetTransactionSnapshot());
+	ExecuteTruncateGuts(list_make1(rel), list_make1_oid(RelationGetRelid(rel)), NIL,
+						DROP_RESTRICT, false);
+	PopActiveSnapshot();
+	elog(DEBUG1, "queue worker recycled table %s (%u blocks)", RelationGetRelationName(rel),
+		 nblocks);
+	return RECYCLE_DONE;
+}
+
+/*
+ * Whether rel may be recycled now: a plain table without triggers that
+ * Citus does not manage, of QUEUE_RECYCLE_MIN_BLOCKS to
+ * QUEUE_RECYCLE_MAX_BLOCKS, whose dead rows vacuum cannot remove.
+ */
+static bool
+recycle_due(Relation rel, BlockNumber nblocks)
+{
+	TransactionId horizon;
+	TransactionId next;
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relhastriggers ||
+		nblocks < QUEUE_RECYCLE_MIN_BLOCKS || nblocks > QUEUE_RECYCLE_MAX_BLOCKS ||
+		queue_citus_manages(rel))
+		return false;
+	horizon = GetOldestNonRemovableTransactionId(rel);
+	next = XidFromFullTransactionId(ReadNextFullTransactionId());
+	return TransactionIdIsNormal(horizon) &&
+		(int32) (next - horizon) >= QUEUE_RECYCLE_LAG_XIDS;
+}
+
+/*
+ * One try, a transaction of its own: queue_data.<kind><queue_id>, or the
+ * shared table named shared_name.  Without lock, only whether it is due
+ * (RECYCLE_BUSY) or not.
+ */
+static RecycleResult
+recycle_try(char kind, int64 queue_id, const char *shared_name, bool lock)
+{
+	RecycleResult res = RECYCLE_NOT_DUE;
+	Oid			relid;
+	Relation	rel;
+
+	StartTransactionCommand();
+	relid = shared_name ? queue_data_relid(shared_name) : queue_table_relid(queue_id, kind);
+	rel = OidIsValid(relid) ? try_relation_open(relid, AccessShareLock) : NULL;
+	if (rel != NULL)
+	{
+		if (recycle_due(rel, RelationGetNumberOfBlocks(rel)))
+		{
+			res = RECYCLE_BUSY;
+
+			/*
+			 * Taking the lock reads the invalidations that came meanwhile,
+			 * so rel is current: a trigger made since is seen.
+			 */
+			if (lock && ConditionalLockRelationOid(relid, AccessExclusiveLock))
+			{
+				BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
+
+				res = recycle_due(rel, nblocks) ? recycle_locked(rel, nblocks) : RECYCLE_NOT_DUE;
+			}
+		}
+		table_close(rel, NoLock);
+	}
+	CommitTransactionCommand();
+	return res;
+}
+
+/*
+ * How many messages the queues of ids hold by their counters (sent and
+ * moved in, less deleted, expired and dead-lettered), counted up to limit;
+ * limit when one's cannot be told (no shared memory, or no counter slot).
+ */
+static int64
+held_upto(const int64 *ids, int n, int64 limit)
+{
+	int64		held = 0;
+
+	for (int i = 0; i < n && held < limit; i++)
+	{
+		int64		c[QC_NUM];
+		int64		in = queue_arrival_count(ids[i]);
+
+		if (in < 0 || !queue_counters_read(ids[i], c))
+			return limit;
+		held += Max(in - c[QC_DELETED] - c[QC_EXPIRED] - c[QC_DEAD_LETTERED], 0);
+	}
+	return Min(held, limit);
+}
+
+/*
+ * The worker's time for recycling, QUEUE_RECYCLE_BUDGET_US of every
+ * second at most, so that many busy queues under a held snapshot do not
+ * delay its other work.
+ */
+static TimestampTz budget_since;
+static int64 budget_spent;
+
+/*
+ * The tries of a pass on the tables of kinds (q: messages, g: groups) of
+ * the queues ids: while the counters say they hold a few messages (a queue
+ * that keeps up, its consumers' leases in flight), wait for them to say
+ * nothing, then try each table still due; a queue holding more is not
+ * about to empty, and gets no try this pass.  *due: no try before it (the backoff).  Counting
+ * the queues of a shared table costs a look at each one's counters, so
+ * with many of them one try is made.
+ */
+static bool
+recycle_tables(const int64 *ids, int n, const char *kinds, const char *const *shared_names,
+			   TimestampTz *due)
+{
+	bool		done[2] = {false, false};
+	int			ntables = (int) strlen(kinds);
+	int			tries = n > 1000 ? 1 : QUEUE_RECYCLE_TRIES;
+	TimestampTz start = GetCurrentTimestamp();
+
+	if (n == 0 || *due > start)
+		return true;
+	if (held_upto(ids, n, QUEUE_RECYCLE_NEAR_EMPTY + 1) > QUEUE_RECYCLE_NEAR_EMPTY)
+		return false;
+	for (int k = 0; k < ntables; k++)
+		done[k] = recycle_try(kinds[k], ids[0], shared_names ? shared_names[k] : NULL,
+							  false) == RECYCLE_NOT_DUE;
+	if (done[0] && (ntables == 1 || done[1]))
+		return true;
+	if (start - budget_since >= USECS_PER_SEC)
+	{
+		budget_since = start;
+		budget_spent = 0;
+	}
+	for (int t = 0; t < tries && budget_spent < QUEUE_RECYCLE_BUDGET_US; t++)
+	{
+		bool		left = false;
+		int64		held;
+		TimestampTz now;
+
+		if (t > 0)
+			pg_usleep(QUEUE_RECYCLE_NAP_US);
+		CHECK_FOR_INTERRUPTS();
+		held = held_upto(ids, n, QUEUE_RECYCLE_NEAR_EMPTY + 1);
+		if (held > QUEUE_RECYCLE_NEAR_EMPTY)
+			break;				/* not about to empty: not this pass */
+		if (held == 0)
+		{
+			for (int k = 0; k < ntables; k++)
+			{
+				RecycleResult r;
+
+				if (done[k])
+					continue;
+				r = recycle_try(kinds[k], ids[0], shared_names ? shared_names[k] : NULL, true);
+				if (r == RECYCLE_LIVE_FAR)
+					*due = GetCurrentTimestamp() + QUEUE_RECYCLE_BACKOFF;
+				if (r == RECYCLE_LIVE_FAR || r == RECYCLE_LIVE)
+					return true;
+				if (r == RECYCLE_BUSY)
+					left = true;
+				else
+					done[k] = true;
+			}
+			if (!left)
+				t = tries;		/* all done, or not this pass */
+		}
+		now = GetCurrentTimestamp();
+		budget_spent += now - start;
+		start = now;
+	}
+	return done[0] && (ntables == 1 || done[1]);
+}
+
+/*
+ * Dedicated queues visited lately whose tables may yet be recycled: the
+ * worker visits a queue when a commit changed it, so the visit that came
+ * with its last commits may have found it not quite empty (a consumer's
+ * last deletes still running); these get a try on each of the next
+ * QUEUE_RECYCLE_PENDING_PASSES passes (queue_recycle_pending_pass).
+ */
+#define QUEUE_RECYCLE_PENDING		64
+#define QUEUE_RECYCLE_PENDING_PASSES 20
+
+typedef struct RecyclePending
+{
+	int64		queue_id;
+	bool		fifo;
+	int			passes;			/* passes since its last visit */
+	TimestampTz *due;			/* its SweptQueue's recycle_due */
+} RecyclePending;
+
+static RecyclePending pending[QUEUE_RECYCLE_PENDING];
+static int	npending;
+
+static void
+pending_set(int64 queue_id, bool fifo, TimestampTz *due, bool keep)
+{
+	int			i;
+
+	for (i = 0; i < npending && pending[i].queue_id != queue_id; i++)
+		;
+	if (!keep)
+	{
+		if (i < npending)
+			pending[i] = pending[--npending];
+		return;
+	}
+	if (i == npending)
+	{
+		if (npending == QUEUE_RECYCLE_PENDING)
+			return;				/* full: its next visit tries again */
+		npending++;
+	}
+	pending[i].queue_id = queue_id;
+	pending[i].fifo = fifo;
+	pending[i].passes = 0;
+	pending[i].due = due;
+}
+
+/*
+ * Called by the worker for a dedicated queue it visits, outside any
+ * transaction: recycle its message table (and a FIFO queue's group table)
+ * when they are due.  due points into the queue's sweep state, which lives
+ * as long as the queue is listed.  Errors are the caller's to catch.
+ */
+void
+queue_recycle_if_empty(int64 queue_id, bool fifo, TimestampTz *due)
+{
+	pending_set(queue_id, fifo, due,
+				!recycle_tables(&queue_id, 1, fifo ? "qg" : "q", NULL, due));
+}
+
+/*
+ * Once a pass, outside any transaction: the pending queues' tries, those
+ * the pass did not visit (a visit set passes to 0).  Errors are the
+ * caller's to catch.
+ */
+void
+queue_recycle_pending_pass(void)
+{
+	for (int i = npending - 1; i >= 0; i--)
+	{
+		RecyclePending *p = &pending[i];
+
+		if (p->passes++ == 0)
+			continue;			/* visited this pass */
+		if (p->passes > QUEUE_RECYCLE_PENDING_PASSES ||
+			recycle_tables(&p->queue_id, 1, p->fifo ? "qg" : "q", NULL, p->due))
+			pending[i] = pending[--npending];
+	}
+}
+
+/* A queue the worker forgets (dropped): no more tries. */
+void
+queue_recycle_forget(int64 queue_id)
+{
+	pending_set(queue_id, false, NULL, false);
+}
+
+/*
+ * Once a pass, outside any transaction: recycle the shared tables of one
+ * kind (standard: messages; FIFO: fifo_messages and groups) when every
+ * shared queue of that kind (ids) holds nothing.  Errors are the caller's
+ * to catch.
+ */
+void
+queue_recycle_shared_if_empty(const int64 *ids, int n, bool fifo)
+{
+	static const char *const std_names[1] = {"messages"};
+	static const char *const fifo_names[2] = {"fifo_messages", "groups"};
+	static TimestampTz due[2];
+
+	recycle_tables(ids, n, fifo ? "qg" : "q", fifo ? fifo_names : std_names, &due[fifo ? 1 : 0]);
 }

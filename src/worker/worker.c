@@ -545,7 +545,10 @@ attach_sweep_state(HTAB *swept, List *queues, bool whole, bool since_start, Sche
 		hash_seq_init(&status, swept);
 		while ((sq = hash_seq_search(&status)) != NULL)
 			if (!sq->seen)
+			{
+				queue_recycle_forget(sq->queue_id);
 				hash_search(swept, &sq->queue_id, HASH_REMOVE, NULL);
+			}
 	}
 }
 
@@ -727,7 +730,7 @@ queue_worker_main(Datum arg)
 			sq->active = false;
 			sch.due[i] = queue_sweep_next_visit(q, sq);
 		}
-		queue_vacuum_shared_pass(sweep_cxt);
+		queue_vacuum_shared_pass(sch.rows, sch.n, sweep_cxt);
 		queue_reclaim_pass(sweep_cxt);
 		queue_topic_sweep();
 		consumers_due = queue_consumers_tend();

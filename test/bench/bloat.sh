@@ -43,12 +43,17 @@ BLOAT_SYSTEMS=${BLOAT_SYSTEMS:-"floor std_shared std_dedicated fifo_shared fifo_
 bloat_rels="SELECT c.oid FROM pg_class c JOIN pg_namespace n ON n.oid = c.relnamespace
 	WHERE c.relkind = 'r' AND n.nspname IN ('queue_data', 'public', 'pgmq')"
 
-# bloat_sample: "<dead tuples> <size bytes> <heap blocks> <wal lsn bytes>"
+# bloat_sample: "<dead tuples> <size bytes> <heap blocks> <wal lsn bytes>
+# <size bytes without the deduplication ids>" (a FIFO system's ids live
+# their 5-minute window, so that table grows with the sends whatever
+# happens to the rest)
 bloat_sample() {
 	psql_val "SELECT coalesce(sum(s.n_dead_tup), 0),
 		coalesce(sum(pg_total_relation_size(s.relid)), 0),
 		coalesce(sum(io.heap_blks_hit + io.heap_blks_read), 0),
-		pg_current_wal_lsn() - '0/0'
+		pg_current_wal_lsn() - '0/0',
+		coalesce(sum(pg_total_relation_size(s.relid))
+			FILTER (WHERE s.relname !~ '^(d[0-9]+|dedup_ids)\$'), 0)
 	  FROM pg_stat_user_tables s JOIN pg_statio_user_tables io USING (relid)
 	 WHERE s.relid IN ($bloat_rels)" | tr '|' ' '
 }
@@ -73,7 +78,9 @@ DO \$\$ BEGIN
 	END LOOP;
 END \$\$;
 EOF
-	"${PSQL[@]}" -c 'VACUUM' >/dev/null
+	# (FULL: the tables an earlier system bloated start small, so that
+	# each system's sizes are its own)
+	"${PSQL[@]}" -c 'VACUUM FULL' >/dev/null
 	case $sys in
 	floor)
 		BLOAT_KIND=floor
@@ -138,7 +145,7 @@ bloat_stats() {
 
 bloat_system() {
 	local sys=$1 total t0 t1 t2 t3 holder consumers=() producer c phase from to rem d sent
-	local -A dead size heap wal idxr idxs
+	local -A dead size heap wal idxr idxs sizeq
 	bloat_reset "$sys"
 	total=$((BLOAT_CLEAN + BLOAT_HELD + BLOAT_AFTER))
 	t0=$(date +%s)
@@ -155,7 +162,7 @@ bloat_system() {
 			"$BLOAT_KIND" "$BLOAT_QUEUE" "$BLOAT_BATCH" "$t3" >"$BENCH_DIR/bloat_c$c.log" 2>&1 &
 		consumers+=($!)
 	done
-	read -r dead[start] size[start] heap[start] wal[start] <<<"$(bloat_sample)"
+	read -r dead[start] size[start] heap[start] wal[start] sizeq[start] <<<"$(bloat_sample)"
 	read -r idxr[start] idxs[start] <<<"$(bloat_index_reads "$BLOAT_INDEX")"
 	for phase in clean held after; do
 		case $phase in
@@ -178,7 +185,7 @@ bloat_system() {
 			[ "$d" -gt "${dead[$phase]}" ] && dead[$phase]=$d
 		done
 		[ "$phase" = held ] && wait "$holder" 2>/dev/null
-		read -r _ size[$phase] heap[$phase] wal[$phase] <<<"$(bloat_sample)"
+		read -r _ size[$phase] heap[$phase] wal[$phase] sizeq[$phase] <<<"$(bloat_sample)"
 		read -r idxr[$phase] idxs[$phase] <<<"$(bloat_index_reads "$BLOAT_INDEX")"
 	done
 	wait "$producer" || echo "WARN bloat $sys: the producer failed: $(tail -n 3 "$BENCH_DIR/bloat_producer.log")"
@@ -205,12 +212,14 @@ bloat_system() {
 		echo "BENCH bloat_${sys}_${phase}_receive_p99 $p99 ms"
 		echo "BENCH bloat_${sys}_${phase}_dead_max ${dead[$phase]} tuples"
 		echo "BENCH bloat_${sys}_${phase}_size ${size[$phase]} bytes"
+		echo "BENCH bloat_${sys}_${phase}_size_without_dedup ${sizeq[$phase]} bytes"
 		echo "BENCH bloat_${sys}_${phase}_index_reads_per_receive $ir entries"
 		echo "BENCH bloat_${sys}_${phase}_heap_blocks_per_message $hb blocks"
 		echo "BENCH bloat_${sys}_${phase}_wal_per_message $wb bytes"
 		prev=$phase
 	done
-	echo "  $sys: size growth held/clean $(ratio "${size[held]}" "${size[clean]}")x," \
+	echo "  $sys: size growth held/clean $(ratio "${size[held]}" "${size[clean]}")x" \
+		"($(ratio "${sizeq[held]}" "${sizeq[clean]}")x without the deduplication ids)," \
 		"receive p50 held/clean $(ratio "$(bloat_stats "$BENCH_DIR/bloat_all.log" "$t1" "$t2" | cut -d' ' -f2)" \
 			"$(bloat_stats "$BENCH_DIR/bloat_all.log" "$t0" "$t1" | cut -d' ' -f2)")x"
 }
