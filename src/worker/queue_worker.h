@@ -9,7 +9,8 @@
  *	  sweep.c     one queue's sweep: expiry, windows, dead letters, reclaim
  *	  move_task.c the SQS endpoint's message move tasks, in slices
  *	  vacuum.c    vacuums of queues' tables after churn, and their
- *	              recycling while a snapshot holds vacuum back
+ *	              recycling and compaction while a snapshot holds vacuum
+ *	              back
  *
  * May call: push/ (the consumers' tending), lease/, fifo/, state/, access/, storage/,
  *	  common/.  Nothing here includes or calls a folder above
@@ -39,6 +40,8 @@ extern void queue_recycle_if_empty(int64 queue_id, bool fifo, TimestampTz *due);
 extern void queue_recycle_shared_if_empty(const int64 *ids, int n, bool fifo);
 extern void queue_recycle_pending_pass(void);
 extern void queue_recycle_forget(int64 queue_id);
+extern void queue_compact_if_dead(int64 queue_id, bool fifo);
+extern void queue_compact_shared_if_dead(void);
 
 /* sweep.c: the worker's work on each queue, pass after pass */
 typedef struct SweptQueue

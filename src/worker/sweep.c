@@ -634,7 +634,10 @@ vacuum_queue(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 		queue_vacuum_if_churned(q->id, q->fifo, q->shared, q->g_blocks, &sq->vacuumed_churn,
 								&sq->vacuumed_g_churn);
 		if (!q->shared)
+		{
 			queue_recycle_if_empty(q->id, q->fifo, &sq->recycle_due);
+			queue_compact_if_dead(q->id, q->fifo);
+		}
 	}
 	PG_CATCH();
 	{
@@ -713,6 +716,7 @@ queue_vacuum_shared_pass(QueueRow **rows, int n, MemoryContext cxt)
 	{
 		queue_vacuum_shared_if_churned();
 		queue_recycle_pending_pass();
+		queue_compact_shared_if_dead();
 		for (int fifo = 0; fifo <= 1; fifo++)
 		{
 			int64	   *ids = palloc(sizeof(int64) * Max(n, 1));

@@ -2,7 +2,8 @@
  *
  * vacuum.c
  *	  The worker vacuums a queue's tables once they have churned more
- *	  than they hold.
+ *	  than they hold; while a snapshot holds vacuum back, it recycles
+ *	  those that empty and compacts those that do not.
  *
  * A queue rewrites its rows all the time (a receive updates a message, a
  * delete removes it, a FIFO group's row changes with its head), and every
@@ -69,12 +70,20 @@
 #include "postgres.h"
 
 #include "access/heapam.h"
+#include "access/htup_details.h"
 #include "access/tableam.h"
 #include "access/transam.h"
 #include "access/xact.h"
+#include "catalog/pg_am.h"
+#include "catalog/pg_index.h"
+#include "commands/cluster.h"
 #include "commands/tablecmds.h"
 #include "commands/vacuum.h"
 #include "miscadmin.h"
+#include "nodes/nodeFuncs.h"
+#include "utils/builtins.h"
+#include "pgstat.h"
+#include "storage/predicate.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
 #include "storage/procarray.h"
@@ -403,6 +412,24 @@ static TimestampTz budget_since;
 static int64 budget_spent;
 
 /*
+ * Each second that passed grants QUEUE_RECYCLE_BUDGET_US again: time spent
+ * past the budget (a long compaction) is carried over, so it defers what
+ * follows.  Whether any is left.
+ */
+static bool
+budget_left(TimestampTz now)
+{
+	if (now - budget_since >= USECS_PER_SEC)
+	{
+		int64		grant = (now - budget_since) / USECS_PER_SEC * QUEUE_RECYCLE_BUDGET_US;
+
+		budget_since = now;
+		budget_spent = Max(budget_spent - grant, 0);
+	}
+	return budget_spent < QUEUE_RECYCLE_BUDGET_US;
+}
+
+/*
  * The tries of a pass on the tables of kinds (q: messages, g: groups) of
  * the queues ids: while the counters say they hold a few messages (a queue
  * that keeps up, its consumers' leases in flight), wait for them to say
@@ -429,12 +456,7 @@ recycle_tables(const int64 *ids, int n, const char *kinds, const char *const *sh
 							  false) == RECYCLE_NOT_DUE;
 	if (done[0] && (ntables == 1 || done[1]))
 		return true;
-	if (start - budget_since >= USECS_PER_SEC)
-	{
-		budget_since = start;
-		budget_spent = 0;
-	}
-	for (int t = 0; t < tries && budget_spent < QUEUE_RECYCLE_BUDGET_US; t++)
+	for (int t = 0; t < tries && budget_left(start); t++)
 	{
 		bool		left = false;
 		int64		held;
@@ -574,4 +596,302 @@ queue_recycle_shared_if_empty(const int64 *ids, int n, bool fifo)
 	static TimestampTz due[2];
 
 	recycle_tables(ids, n, fifo ? "qg" : "q", fifo ? fifo_names : std_names, &due[fifo ? 1 : 0]);
+}
+
+
+/*
+ * Compaction: while the horizon lags, a table that holds live rows (a
+ * queue with a backlog, the deduplication ids of a window, the receive
+ * attempts) never empties, so recycling never comes; its dead versions
+ * pile up as they do without it.  Once a table's dead rows (by the
+ * cumulative statistics, since its last vacuum or compaction) reach both
+ * QUEUE_COMPACT_MIN_DEAD and its live rows, the worker takes its
+ * exclusive lock without waiting for it and rewrites it as VACUUM FULL
+ * does, but keeping only the versions the latest snapshot can see: under
+ * the lock no transaction that changed the table is in progress, so every
+ * version a committed transaction deleted or replaced goes, whatever the
+ * held snapshot.  The table keeps its OID and its indexes' (they are
+ * rebuilt), rows keep their inserting transaction, and the statistics
+ * record it as a vacuum.  Invariants, besides recycling's (nothing live
+ * removed; an older snapshot that reads the table afterwards misses the
+ * versions deleted before, as after a table rewrite: the PostgreSQL
+ * documentation's MVCC caveat; no logical decoding record; Citus's
+ * tables left alone):
+ *	  - User code never runs: a table with any trigger, or an index on an
+ *	    expression or with a predicate, or not of the heap access method,
+ *	    is never compacted (checked again under the lock, which CREATE
+ *	    TRIGGER and CREATE INDEX cannot pass); no constraint is checked
+ *	    and no default evaluated (rows are copied, not made); the rebuilt
+ *	    indexes are built as their table's owner (PostgreSQL's own rule).
+ *	  - The cost is bounded: a table of more than QUEUE_RECYCLE_MAX_BLOCKS
+ *	    or QUEUE_COMPACT_MAX_LIVE live rows is left to vacuum; the queue's
+ *	    senders and receivers wait for the rewrite (a few hundred
+ *	    milliseconds at the bound); its time is taken from recycling's
+ *	    budget, QUEUE_RECYCLE_BUDGET_US a second, carried over: one long
+ *	    rewrite defers the next ones.  A table is compacted at most when
+ *	    its dead rows have doubled it, so the work is at most one copy of
+ *	    each live row per live row's worth of changes.
+ */
+#define QUEUE_COMPACT_MIN_DEAD		10000
+#define QUEUE_COMPACT_MAX_LIVE		300000
+
+/* A function of the database's, not PostgreSQL's own. */
+static bool
+user_function(Oid func_id, void *context)
+{
+	return func_id >= FirstNormalObjectId;
+}
+
+static bool
+user_function_walker(Node *node, void *context)
+{
+	if (node == NULL)
+		return false;
+	if (check_functions_in_node(node, user_function, context))
+		return true;
+	return expression_tree_walker(node, user_function_walker, context);
+}
+
+/* Whether an index's expressions or predicate (a pg_index column) call one. */
+static bool
+index_calls_user_code(HeapTuple tup, AttrNumber attnum)
+{
+	bool		isnull;
+	Datum		d = SysCacheGetAttr(INDEXRELID, tup, attnum, &isnull);
+
+	return !isnull && user_function_walker(stringToNode(TextDatumGetCString(d)), NULL);
+}
+
+/*
+ * Whether rel may be rewritten without running anything but PostgreSQL's
+ * own code: a plain heap table without triggers or rules, not Citus's,
+ * whose indexes use PostgreSQL's own operator classes and whose
+ * expressions and predicates (the fair queues' index has one: IS NOT
+ * NULL) call only PostgreSQL's own functions and operators.
+ */
+static bool
+compact_safe(Relation rel)
+{
+	List	   *indexes;
+	ListCell   *lc;
+	bool		safe = true;
+
+	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relam != HEAP_TABLE_AM_OID ||
+		rel->rd_rel->relhastriggers || rel->rd_rel->relhasrules || queue_citus_manages(rel))
+		return false;
+	indexes = RelationGetIndexList(rel);
+	foreach(lc, indexes)
+	{
+		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
+		bool		isnull;
+		oidvector  *classes;
+
+		if (!HeapTupleIsValid(tup))
+		{
+			safe = false;
+			break;
+		}
+		classes = (oidvector *) DatumGetPointer(SysCacheGetAttr(INDEXRELID, tup,
+																 Anum_pg_index_indclass, &isnull));
+		for (int k = 0; !isnull && k < classes->dim1; k++)
+			if (classes->values[k] >= FirstNormalObjectId)
+				safe = false;
+		if (isnull || index_calls_user_code(tup, Anum_pg_index_indexprs) ||
+			index_calls_user_code(tup, Anum_pg_index_indpred))
+			safe = false;
+		ReleaseSysCache(tup);
+		if (!safe)
+			break;
+	}
+	list_free(indexes);
+	return safe;
+}
+
+/* Whether the horizon lags (see recycle_due), for any table of this database. */
+static bool
+horizon_lags(Relation rel)
+{
+	TransactionId horizon = GetOldestNonRemovableTransactionId(rel);
+	TransactionId next = XidFromFullTransactionId(ReadNextFullTransactionId());
+
+	return TransactionIdIsNormal(horizon) &&
+		(int32) (next - horizon) >= QUEUE_RECYCLE_LAG_XIDS;
+}
+
+/*
+ * Under relid's exclusive lock (rel closed, the lock kept): rewrite it
+ * with the versions the latest snapshot sees, as cluster.c's VACUUM FULL
+ * does with its horizon.  Returns the rows kept.
+ */
+static double
+compact_locked(Oid relid)
+{
+	Relation	rel = table_open(relid, AccessExclusiveLock);
+	Oid			tablespace = rel->rd_rel->reltablespace;
+	char		persistence = rel->rd_rel->relpersistence;
+	TransactionId frozen = rel->rd_rel->relfrozenxid;
+	MultiXactId minmulti = rel->rd_rel->relminmxid;
+	TransactionId oldest;
+	Oid			newrelid;
+	Relation	newrel;
+	double		kept = 0;
+	double		removed = 0;
+	double		recent = 0;
+	TimestampTz start = GetCurrentTimestamp();
+
+	CheckTableNotInUse(rel, "VACUUM");
+	TransferPredicateLocksToHeapRelation(rel);
+	newrelid = make_new_heap(relid, tablespace, rel->rd_rel->relam, persistence,
+							 AccessExclusiveLock);
+	newrel = table_open(newrelid, AccessExclusiveLock);
+	if (OidIsValid(rel->rd_rel->reltoastrelid))
+		LockRelationOid(rel->rd_rel->reltoastrelid, AccessExclusiveLock);
+
+	/*
+	 * Every transaction that changed the table has ended (the lock), so
+	 * the next transaction id is a horizon that keeps exactly what the
+	 * latest snapshot sees.  Freeze nothing: the cut-offs are the table's
+	 * own, so rows keep the transaction that inserted them and a snapshot
+	 * older than that still does not see them.  Toasted values are copied
+	 * into the new table's toast table (it gets no pointer to the old
+	 * one's), which goes with the old table.
+	 */
+	oldest = XidFromFullTransactionId(ReadNextFullTransactionId());
+	table_relation_copy_for_cluster(rel, newrel, NULL, false, oldest, &frozen, &minmulti,
+									&kept, &removed, &recent);
+	table_close(newrel, NoLock);
+	table_close(rel, NoLock);
+	finish_heap_swap(relid, newrelid, false, false, false, true, frozen, minmulti, persistence);
+	pgstat_report_vacuum(relid, false, (PgStat_Counter) kept, 0);
+	elog(DEBUG1, "queue worker compacted table %u: %.0f rows kept, %.0f removed, %.1f ms",
+		 relid, kept, removed, (GetCurrentTimestamp() - start) / 1000.0);
+	return kept;
+}
+
+/* One try at relid (a transaction of its own); whether it was compacted. */
+static bool
+compact_try(Oid relid)
+{
+	Relation	rel = try_relation_open(relid, AccessShareLock);
+	PgStat_StatTabEntry *st;
+	BlockNumber nblocks;
+
+	if (rel == NULL)
+		return false;
+	nblocks = RelationGetNumberOfBlocks(rel);
+	st = pgstat_fetch_stat_tabentry(relid);
+	if (st == NULL || nblocks < QUEUE_RECYCLE_MIN_BLOCKS || nblocks > QUEUE_RECYCLE_MAX_BLOCKS ||
+		st->n_dead_tuples < QUEUE_COMPACT_MIN_DEAD || st->n_dead_tuples < st->n_live_tuples ||
+		st->n_live_tuples > QUEUE_COMPACT_MAX_LIVE || !horizon_lags(rel) || !compact_safe(rel))
+	{
+		table_close(rel, AccessShareLock);
+		return false;
+	}
+
+	/*
+	 * Taking the lock reads the invalidations that came meanwhile, so rel
+	 * is current when it is checked again.
+	 */
+	if (!ConditionalLockRelationOid(relid, AccessExclusiveLock))
+	{
+		table_close(rel, AccessShareLock);
+		return false;
+	}
+	if (!compact_safe(rel) || RelationGetNumberOfBlocks(rel) > QUEUE_RECYCLE_MAX_BLOCKS)
+	{
+		table_close(rel, AccessShareLock);
+		return false;
+	}
+	table_close(rel, NoLock);
+	(void) compact_locked(relid);
+	return true;
+}
+
+/*
+ * Try each table of relids (InvalidOid: none), each in a transaction of
+ * its own, while the budget lasts.
+ */
+static void
+compact_tables(const Oid *relids, int n)
+{
+	for (int i = 0; i < n; i++)
+	{
+		TimestampTz start = GetCurrentTimestamp();
+
+		if (!budget_left(start))
+			return;
+		if (!OidIsValid(relids[i]))
+			continue;
+		StartTransactionCommand();
+		(void) compact_try(relids[i]);
+		CommitTransactionCommand();
+		budget_spent += GetCurrentTimestamp() - start;
+		CHECK_FOR_INTERRUPTS();
+	}
+}
+
+/*
+ * Whether the horizon lags at all (the shared one, which no table's is
+ * ahead of), looked at once every 100 ms at most, before any table is
+ * opened: while it is current, compaction costs a visited queue that.
+ */
+static bool
+any_horizon_lags(void)
+{
+	static TimestampTz looked_at;
+	static bool lags;
+	TimestampTz now = GetCurrentTimestamp();
+
+	if (now - looked_at >= 100 * 1000 || now < looked_at)
+	{
+		TransactionId horizon = GetOldestNonRemovableTransactionId(NULL);
+		TransactionId next = XidFromFullTransactionId(ReadNextFullTransactionId());
+
+		lags = TransactionIdIsNormal(horizon) &&
+			(int32) (next - horizon) >= QUEUE_RECYCLE_LAG_XIDS;
+		looked_at = now;
+	}
+	return lags;
+}
+
+/*
+ * Called by the worker for a dedicated queue it visits, outside any
+ * transaction: compact its tables that are due (above).  Errors are the
+ * caller's to catch.
+ */
+void
+queue_compact_if_dead(int64 queue_id, bool fifo)
+{
+	static const char kinds[4] = {'q', 'g', 'd', 'a'};
+	Oid			relids[4];
+	int			n = 0;
+
+	if (!any_horizon_lags())
+		return;
+	StartTransactionCommand();
+	for (int k = 0; k < 4; k++)
+		if (fifo || kinds[k] != 'g')
+			relids[n++] = queue_table_relid(queue_id, kinds[k]);
+	CommitTransactionCommand();
+	compact_tables(relids, n);
+}
+
+/*
+ * Once a pass, outside any transaction: compact the shared tables that are
+ * due.  Errors are the caller's to catch.
+ */
+void
+queue_compact_shared_if_dead(void)
+{
+	static const char *const names[5] = {"messages", "fifo_messages", "groups", "dedup_ids",
+	"receive_attempts"};
+	Oid			relids[5];
+
+	if (!any_horizon_lags())
+		return;
+	StartTransactionCommand();
+	for (int t = 0; t < 5; t++)
+		relids[t] = queue_data_relid(names[t]);
+	CommitTransactionCommand();
+	compact_tables(relids, 5);
 }
