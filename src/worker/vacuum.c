@@ -605,7 +605,7 @@ queue_recycle_shared_if_empty(const int64 *ids, int n, bool fifo)
  * attempts) never empties, so recycling never comes; its dead versions
  * pile up as they do without it.  Once a table's dead rows (by the
  * cumulative statistics, since its last vacuum or compaction) reach both
- * QUEUE_COMPACT_MIN_DEAD and its live rows, the worker takes its
+ * QUEUE_COMPACT_MIN_DEAD and half its live rows, the worker takes its
  * exclusive lock without waiting for it and rewrites it as VACUUM FULL
  * does, but keeping only the versions the latest snapshot can see: under
  * the lock no transaction that changed the table is in progress, so every
@@ -617,20 +617,22 @@ queue_recycle_shared_if_empty(const int64 *ids, int n, bool fifo)
  * versions deleted before, as after a table rewrite: the PostgreSQL
  * documentation's MVCC caveat; no logical decoding record; Citus's
  * tables left alone):
- *	  - User code never runs: a table with any trigger, or an index on an
- *	    expression or with a predicate, or not of the heap access method,
- *	    is never compacted (checked again under the lock, which CREATE
- *	    TRIGGER and CREATE INDEX cannot pass); no constraint is checked
+ *	  - User code never runs: a table with any trigger or rule, an index
+ *	    whose operator classes, expressions or predicate are not all
+ *	    PostgreSQL's own, or not of the heap access method, is never
+ *	    compacted (checked again under the lock, which CREATE TRIGGER and
+ *	    CREATE INDEX cannot pass); no constraint is checked
  *	    and no default evaluated (rows are copied, not made); the rebuilt
  *	    indexes are built as their table's owner (PostgreSQL's own rule).
  *	  - The cost is bounded: a table of more than QUEUE_RECYCLE_MAX_BLOCKS
  *	    or QUEUE_COMPACT_MAX_LIVE live rows is left to vacuum; the queue's
- *	    senders and receivers wait for the rewrite (a few hundred
- *	    milliseconds at the bound); its time is taken from recycling's
+ *	    senders and receivers wait for the rewrite (about 2 ms per
+ *	    thousand live rows of short messages here); its time is taken from recycling's
  *	    budget, QUEUE_RECYCLE_BUDGET_US a second, carried over: one long
- *	    rewrite defers the next ones.  A table is compacted at most when
- *	    its dead rows have doubled it, so the work is at most one copy of
- *	    each live row per live row's worth of changes.
+ *	    rewrite defers the next ones.  A table is compacted when its dead
+ *	    rows reach half its live ones, so it stays within 1.5 times its
+ *	    live rows (and QUEUE_COMPACT_MIN_DEAD), and the work is one copy
+ *	    of each live row per half a live row's worth of changes.
  */
 #define QUEUE_COMPACT_MIN_DEAD		10000
 #define QUEUE_COMPACT_MAX_LIVE		300000
@@ -781,7 +783,7 @@ compact_try(Oid relid)
 	nblocks = RelationGetNumberOfBlocks(rel);
 	st = pgstat_fetch_stat_tabentry(relid);
 	if (st == NULL || nblocks < QUEUE_RECYCLE_MIN_BLOCKS || nblocks > QUEUE_RECYCLE_MAX_BLOCKS ||
-		st->n_dead_tuples < QUEUE_COMPACT_MIN_DEAD || st->n_dead_tuples < st->n_live_tuples ||
+		st->n_dead_tuples < QUEUE_COMPACT_MIN_DEAD || st->n_dead_tuples < st->n_live_tuples / 2 ||
 		st->n_live_tuples > QUEUE_COMPACT_MAX_LIVE || !horizon_lags(rel) || !compact_safe(rel))
 	{
 		table_close(rel, AccessShareLock);

@@ -1,7 +1,7 @@
 # Compaction (issue 38, src/worker/vacuum.c): while a snapshot holds vacuum
 # back, a table that keeps live rows (a queue with a backlog, the
 # deduplication ids of a window) is never empty, so never recycled; once
-# its dead rows reach its live ones (and 10,000), the worker rewrites it
+# its dead rows reach half its live ones (and 10,000), the worker rewrites it
 # with what the latest snapshot sees.  Every live row kept, exactly (ids,
 # leases, receive counts, FIFO order, deduplication answers), also after a
 # crash; never while the horizon is current; never under a transaction
