@@ -408,8 +408,16 @@ held_upto(const int64 *ids, int n, int64 limit)
  * second at most, so that many busy queues under a held snapshot do not
  * delay its other work.
  */
-static TimestampTz budget_since;
-static int64 budget_spent;
+typedef struct Budget
+{
+	TimestampTz since;
+	int64		spent;
+} Budget;
+
+static Budget recycle_budget;
+static Budget compact_budget;	/* a budget of its own: recycling's tries
+								 * use theirs up every second while a
+								 * snapshot is held */
 
 /*
  * Each second that passed grants QUEUE_RECYCLE_BUDGET_US again: time spent
@@ -417,16 +425,16 @@ static int64 budget_spent;
  * follows.  Whether any is left.
  */
 static bool
-budget_left(TimestampTz now)
+budget_left(Budget *b, TimestampTz now)
 {
-	if (now - budget_since >= USECS_PER_SEC)
+	if (now - b->since >= USECS_PER_SEC)
 	{
-		int64		grant = (now - budget_since) / USECS_PER_SEC * QUEUE_RECYCLE_BUDGET_US;
+		int64		grant = (now - b->since) / USECS_PER_SEC * QUEUE_RECYCLE_BUDGET_US;
 
-		budget_since = now;
-		budget_spent = Max(budget_spent - grant, 0);
+		b->since = now;
+		b->spent = Max(b->spent - grant, 0);
 	}
-	return budget_spent < QUEUE_RECYCLE_BUDGET_US;
+	return b->spent < QUEUE_RECYCLE_BUDGET_US;
 }
 
 /*
@@ -456,7 +464,7 @@ recycle_tables(const int64 *ids, int n, const char *kinds, const char *const *sh
 							  false) == RECYCLE_NOT_DUE;
 	if (done[0] && (ntables == 1 || done[1]))
 		return true;
-	for (int t = 0; t < tries && budget_left(start); t++)
+	for (int t = 0; t < tries && budget_left(&recycle_budget, start); t++)
 	{
 		bool		left = false;
 		int64		held;
@@ -490,7 +498,7 @@ recycle_tables(const int64 *ids, int n, const char *kinds, const char *const *sh
 				t = tries;		/* all done, or not this pass */
 		}
 		now = GetCurrentTimestamp();
-		budget_spent += now - start;
+		recycle_budget.spent += now - start;
 		start = now;
 	}
 	return done[0] && (ntables == 1 || done[1]);
@@ -627,12 +635,13 @@ queue_recycle_shared_if_empty(const int64 *ids, int n, bool fifo)
  *	  - The cost is bounded: a table of more than QUEUE_RECYCLE_MAX_BLOCKS
  *	    or QUEUE_COMPACT_MAX_LIVE live rows is left to vacuum; the queue's
  *	    senders and receivers wait for the rewrite (about 2 ms per
- *	    thousand live rows of short messages here); its time is taken from recycling's
- *	    budget, QUEUE_RECYCLE_BUDGET_US a second, carried over: one long
- *	    rewrite defers the next ones.  A table is compacted when its dead
- *	    rows reach half its live ones, so it stays within 1.5 times its
- *	    live rows (and QUEUE_COMPACT_MIN_DEAD), and the work is one copy
- *	    of each live row per half a live row's worth of changes.
+ *	    thousand live rows of short messages here); its time is taken from
+ *	    a budget of QUEUE_RECYCLE_BUDGET_US a second (recycling has one of
+ *	    its own), carried over: one long rewrite defers the next ones.  A
+ *	    table is compacted when its dead rows reach half its live ones, so
+ *	    it stays within 1.5 times its live rows (and
+ *	    QUEUE_COMPACT_MIN_DEAD), and the work is one copy of each live row
+ *	    per half a live row's worth of changes.
  */
 #define QUEUE_COMPACT_MIN_DEAD		10000
 #define QUEUE_COMPACT_MAX_LIVE		300000
@@ -820,14 +829,14 @@ compact_tables(const Oid *relids, int n)
 	{
 		TimestampTz start = GetCurrentTimestamp();
 
-		if (!budget_left(start))
+		if (!budget_left(&compact_budget, start))
 			return;
 		if (!OidIsValid(relids[i]))
 			continue;
 		StartTransactionCommand();
 		(void) compact_try(relids[i]);
 		CommitTransactionCommand();
-		budget_spent += GetCurrentTimestamp() - start;
+		compact_budget.spent += GetCurrentTimestamp() - start;
 		CHECK_FOR_INTERRUPTS();
 	}
 }

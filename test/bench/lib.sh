@@ -93,6 +93,9 @@ max_wal_size = 8GB
 # more): the worker leaves an idle queue alone only if it has a slot
 queue.max_queues = ${BENCH_MAX_QUEUES:-131072}
 $sqs_conf
+# BENCH_EXTRA_CONF: more settings for one run (say log_min_messages =
+# debug1, to read the worker's compactions in the server log BENCH_KEEP=1 keeps)
+${BENCH_EXTRA_CONF:-}
 EOF
 	as_pg "$BINDIR/pg_ctl" -D "$DATA" -l "$LOG" -w -t 60 start >/dev/null || die "the server did not start"
 }
