@@ -752,6 +752,12 @@ compact_locked(Oid relid)
 
 	CheckTableNotInUse(rel, "VACUUM");
 	TransferPredicateLocksToHeapRelation(rel);
+
+	/*
+	 * A snapshot, as a utility statement has: a parallel index build takes
+	 * the transaction's (and may not take the first one in parallel mode).
+	 */
+	PushActiveSnapshot(GetTransactionSnapshot());
 	newrelid = make_new_heap(relid, tablespace, rel->rd_rel->relam, persistence,
 							 AccessExclusiveLock);
 	newrel = table_open(newrelid, AccessExclusiveLock);
@@ -773,6 +779,7 @@ compact_locked(Oid relid)
 	table_close(newrel, NoLock);
 	table_close(rel, NoLock);
 	finish_heap_swap(relid, newrelid, false, false, false, true, frozen, minmulti, persistence);
+	PopActiveSnapshot();
 	pgstat_report_vacuum(relid, false, (PgStat_Counter) kept, 0);
 	elog(DEBUG1, "queue worker compacted table %u: %.0f rows kept, %.0f removed, %.1f ms",
 		 relid, kept, removed, (GetCurrentTimestamp() - start) / 1000.0);
@@ -833,10 +840,18 @@ compact_tables(const Oid *relids, int n)
 			return;
 		if (!OidIsValid(relids[i]))
 			continue;
-		StartTransactionCommand();
-		(void) compact_try(relids[i]);
-		CommitTransactionCommand();
-		compact_budget.spent += GetCurrentTimestamp() - start;
+		/* a failed rewrite (say, no disk left) costs its time too */
+		PG_TRY();
+		{
+			StartTransactionCommand();
+			(void) compact_try(relids[i]);
+			CommitTransactionCommand();
+		}
+		PG_FINALLY();
+		{
+			compact_budget.spent += GetCurrentTimestamp() - start;
+		}
+		PG_END_TRY();
 		CHECK_FOR_INTERRUPTS();
 	}
 }

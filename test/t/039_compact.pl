@@ -20,7 +20,10 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use QueueWorkerNode;
 
-my $node = QueueWorkerNode::start("compact", "autovacuum = off\nwal_level = logical\n");
+# (min_parallel_table_scan_size 0: an index rebuild asks for a parallel
+# worker however small the table, as it does past 8 MB by default)
+my $node = QueueWorkerNode::start("compact",
+	"autovacuum = off\nwal_level = logical\nmin_parallel_table_scan_size = 0\n");
 
 sub sql { return $node->safe_psql('postgres', @_); }
 sub q_id { return QueueWorkerNode::queue_id($node, @_); }
