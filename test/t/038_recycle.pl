@@ -17,13 +17,14 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use QueueWorkerNode;
+use HeldSnapshot;
 
 my $node = QueueWorkerNode::start('recycle',
 	"autovacuum = off\nmax_prepared_transactions = 2\nwal_level = logical\n");
 
 sub sql { return $node->safe_psql('postgres', @_); }
 sub q_id { return QueueWorkerNode::queue_id($node, @_); }
-sub filenode { return sql("SELECT pg_relation_filenode('queue_data.$_[0]')"); }
+sub filenode { return HeldSnapshot::filenode($node, @_); }
 
 # churn(queue, n, fifo): send n (on a FIFO queue over 50 groups, each with
 # its own deduplication id), 100 a transaction, then receive and delete
@@ -62,15 +63,9 @@ sub poke
 		SELECT count(*) FROM queue.delete_batch('$queue', ARRAY(SELECT receipt FROM r))));
 }
 
-sub blocks { return sql("SELECT pg_relation_size('queue_data.$_[0]') / 8192"); }
+sub blocks { return HeldSnapshot::blocks($node, @_); }
 
-# Move the horizon's lag past 1,000 transaction ids (the holder keeps it).
-sub burn_xids
-{
-	sql(q(DO $$ BEGIN
-		FOR i IN 1 .. 1100 LOOP PERFORM pg_catalog.txid_current(); COMMIT; END LOOP;
-	END $$));
-}
+sub burn_xids { HeldSnapshot::burn_xids($node); }
 
 # Several worker passes (100 ms each, 25 tries a pass).
 sub passes { my $s = $_[0] // 1.5; sql("SELECT pg_sleep($s)"); }
@@ -102,9 +97,7 @@ is(filenode("q$plain"), $fn, 'without a held snapshot it is left to vacuum');
 
 # --- a held snapshot: recycled ---------------------------------------------
 
-my $holder = $node->background_psql('postgres');
-$holder->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
-$holder->query_safe('SELECT count(*) FROM pg_catalog.pg_class');
+my $holder = HeldSnapshot::hold($node);
 burn_xids();
 
 sql("SELECT queue.create('r', dedicated => true)");
@@ -198,22 +191,7 @@ is(sql("SELECT receive_count || ' ' || (visible_at > now()) FROM queue_data.q$le
 
 # --- a table with a trigger: never recycled, the trigger never run --------
 
-sql(q(
-CREATE ROLE mallory LOGIN;
-GRANT CREATE ON SCHEMA public TO mallory;
-CREATE TABLE public.fired (who text);
-GRANT INSERT ON public.fired TO mallory;
-));
-# (queue_data is no role's to reach but a superuser's, so the trigger is
-# one a superuser made, calling a function mallory wrote.)
-$node->safe_psql('postgres', q(
-CREATE FUNCTION public.trap() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-	INSERT INTO public.fired VALUES (current_user);
-	BEGIN EXECUTE 'ALTER ROLE mallory SUPERUSER'; EXCEPTION WHEN OTHERS THEN NULL; END;
-	RETURN NULL;
-END $$;
-), extra_params => [ '-U', 'mallory' ]);
+HeldSnapshot::mallory_trap($node);
 sql("SELECT queue.create('trap', dedicated => true)");
 my $trap = q_id('trap');
 sql("CREATE TRIGGER trap BEFORE TRUNCATE ON queue_data.q$trap FOR EACH STATEMENT EXECUTE FUNCTION public.trap()");

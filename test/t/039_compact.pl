@@ -19,6 +19,7 @@ use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
 use QueueWorkerNode;
+use HeldSnapshot;
 
 # (min_parallel_table_scan_size 0: an index rebuild asks for a parallel
 # worker however small the table, as it does past 8 MB by default)
@@ -27,8 +28,8 @@ my $node = QueueWorkerNode::start("compact",
 
 sub sql { return $node->safe_psql('postgres', @_); }
 sub q_id { return QueueWorkerNode::queue_id($node, @_); }
-sub filenode { return sql("SELECT pg_relation_filenode('queue_data.$_[0]')"); }
-sub blocks { return sql("SELECT pg_relation_size('queue_data.$_[0]') / 8192"); }
+sub filenode { return HeldSnapshot::filenode($node, @_); }
+sub blocks { return HeldSnapshot::blocks($node, @_); }
 
 # backlog(queue, n, keep, fifo): send n (a FIFO queue's over 50 groups,
 # each with its own deduplication id), 100 a statement, then receive and
@@ -63,13 +64,7 @@ sub rows_of
 		  . " FROM queue_data.$table WHERE " . ($where // "body <> 'poke'"));
 }
 
-# Move the horizon's lag past 1,000 transaction ids (a holder keeps it).
-sub burn_xids
-{
-	sql(q(DO $$ BEGIN
-		FOR i IN 1 .. 1100 LOOP PERFORM pg_catalog.txid_current(); COMMIT; END LOOP;
-	END $$));
-}
+sub burn_xids { HeldSnapshot::burn_xids($node); }
 
 # A commit on the queue, so that the worker visits it: a message no test
 # reads (its body 'poke', left out of every digest; a standard queue's
@@ -114,9 +109,7 @@ is(filenode("q$plain"), $fn, 'without a held snapshot a table with a backlog is 
 
 # --- a held snapshot: compacted, every live row kept ----------------------
 
-my $holder = $node->background_psql('postgres');
-$holder->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
-$holder->query_safe('SELECT count(*) FROM pg_catalog.pg_class');
+my $holder = HeldSnapshot::hold($node);
 burn_xids();
 
 sql("SELECT queue.create('bk', dedicated => true)");
@@ -161,9 +154,7 @@ is(rows_of("q$bk", 'message_id, body'), $before,
 	'after a crash the compacted table holds the same messages');
 is(sql("SELECT count(*) FROM queue_data.q$bk WHERE receive_count = 1 AND visible_at > now() + interval '50 min'"),
 	'1', '... the one in flight still in flight');
-$holder = $node->background_psql('postgres');
-$holder->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
-$holder->query_safe('SELECT count(*) FROM pg_catalog.pg_class');
+$holder = HeldSnapshot::hold($node);
 burn_xids();
 
 # --- a reader's snapshot of the table: not under it -----------------------
@@ -186,23 +177,10 @@ ok(compacted_from("q$rd", $fn, 'rd'), '... it is once the reader ends');
 
 # --- a trigger, an index on an expression: never, no user code run --------
 
-sql(q(
-CREATE ROLE mallory LOGIN;
-GRANT CREATE ON SCHEMA public TO mallory;
-CREATE TABLE public.fired (who text);
-GRANT INSERT ON public.fired TO mallory;
-));
-# (queue_data is no role's to reach but a superuser's: the trigger and the
-# index are a superuser's, calling functions mallory wrote)
-$node->safe_psql('postgres', q(
-CREATE FUNCTION public.trap() RETURNS trigger LANGUAGE plpgsql AS $$
-BEGIN
-	INSERT INTO public.fired VALUES (current_user);
-	BEGIN EXECUTE 'ALTER ROLE mallory SUPERUSER'; EXCEPTION WHEN OTHERS THEN NULL; END;
-	RETURN NULL;
-END $$;
-CREATE FUNCTION public.key(text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT upper($1) $$;
-), extra_params => [ '-U', 'mallory' ]);
+HeldSnapshot::mallory_trap($node);
+$node->safe_psql('postgres',
+	'CREATE FUNCTION public.key(text) RETURNS text LANGUAGE sql IMMUTABLE AS $$ SELECT upper($1) $$',
+	extra_params => [ '-U', 'mallory' ]);
 sql("SELECT queue.create('trig', dedicated => true)");
 sql("SELECT queue.create('expr', dedicated => true)");
 my ($trig, $expr) = (q_id('trig'), q_id('expr'));

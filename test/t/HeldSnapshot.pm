@@ -1,0 +1,67 @@
+# HeldSnapshot: what the tests of the worker's work under a held snapshot
+# share (038_recycle, 039_compact):
+#
+#   my $holder = HeldSnapshot::hold($node);   # REPEATABLE READ, snapshot taken
+#   HeldSnapshot::burn_xids($node);           # the horizon 1,100 xids behind
+#   HeldSnapshot::filenode($node, 'q7'); HeldSnapshot::blocks($node, 'q7');
+#   HeldSnapshot::mallory_trap($node);        # role mallory, public.fired, public.trap()
+#
+# public.trap() is a trigger function mallory wrote: it records the user it
+# runs as in public.fired and tries to make mallory a superuser.  A test
+# that attaches it (as a superuser: queue_data is no one else's to reach)
+# checks that the worker never runs it.
+package HeldSnapshot;
+
+use strict;
+use warnings;
+
+sub hold
+{
+	my ($node) = @_;
+	my $holder = $node->background_psql('postgres');
+	$holder->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+	$holder->query_safe('SELECT count(*) FROM pg_catalog.pg_class');
+	return $holder;
+}
+
+# Move the horizon's lag past 1,000 transaction ids (a holder keeps it).
+sub burn_xids
+{
+	my ($node) = @_;
+	$node->safe_psql('postgres', q(DO $$ BEGIN
+		FOR i IN 1 .. 1100 LOOP PERFORM pg_catalog.txid_current(); COMMIT; END LOOP;
+	END $$));
+}
+
+sub filenode
+{
+	my ($node, $table) = @_;
+	return $node->safe_psql('postgres', "SELECT pg_relation_filenode('queue_data.$table')");
+}
+
+sub blocks
+{
+	my ($node, $table) = @_;
+	return $node->safe_psql('postgres', "SELECT pg_relation_size('queue_data.$table') / 8192");
+}
+
+sub mallory_trap
+{
+	my ($node) = @_;
+	$node->safe_psql('postgres', q(
+CREATE ROLE mallory LOGIN;
+GRANT CREATE ON SCHEMA public TO mallory;
+CREATE TABLE public.fired (who text);
+GRANT INSERT ON public.fired TO mallory;
+));
+	$node->safe_psql('postgres', q(
+CREATE FUNCTION public.trap() RETURNS trigger LANGUAGE plpgsql AS $$
+BEGIN
+	INSERT INTO public.fired VALUES (current_user);
+	BEGIN EXECUTE 'ALTER ROLE mallory SUPERUSER'; EXCEPTION WHEN OTHERS THEN NULL; END;
+	RETURN NULL;
+END $$;
+), extra_params => [ '-U', 'mallory' ]);
+}
+
+1;
