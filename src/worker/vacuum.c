@@ -323,6 +323,21 @@ recycle_locked(Relation rel, BlockNumber nblocks)
 }
 
 /*
+ * Whether the horizon of rel's rows (NULL: of every database's) lags
+ * QUEUE_RECYCLE_LAG_XIDS or more behind the next transaction id: vacuum
+ * cannot remove what changed since.
+ */
+static bool
+horizon_lags(Relation rel)
+{
+	TransactionId horizon = GetOldestNonRemovableTransactionId(rel);
+	TransactionId next = XidFromFullTransactionId(ReadNextFullTransactionId());
+
+	return TransactionIdIsNormal(horizon) &&
+		(int32) (next - horizon) >= QUEUE_RECYCLE_LAG_XIDS;
+}
+
+/*
  * Whether rel may be recycled now: a plain table without triggers that
  * Citus does not manage, of QUEUE_RECYCLE_MIN_BLOCKS to
  * QUEUE_RECYCLE_MAX_BLOCKS, whose dead rows vacuum cannot remove.
@@ -330,17 +345,9 @@ recycle_locked(Relation rel, BlockNumber nblocks)
 static bool
 recycle_due(Relation rel, BlockNumber nblocks)
 {
-	TransactionId horizon;
-	TransactionId next;
-
-	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relhastriggers ||
-		nblocks < QUEUE_RECYCLE_MIN_BLOCKS || nblocks > QUEUE_RECYCLE_MAX_BLOCKS ||
-		queue_citus_manages(rel))
-		return false;
-	horizon = GetOldestNonRemovableTransactionId(rel);
-	next = XidFromFullTransactionId(ReadNextFullTransactionId());
-	return TransactionIdIsNormal(horizon) &&
-		(int32) (next - horizon) >= QUEUE_RECYCLE_LAG_XIDS;
+	return rel->rd_rel->relkind == RELKIND_RELATION && !rel->rd_rel->relhastriggers &&
+		nblocks >= QUEUE_RECYCLE_MIN_BLOCKS && nblocks <= QUEUE_RECYCLE_MAX_BLOCKS &&
+		!queue_citus_manages(rel) && horizon_lags(rel);
 }
 
 /*
@@ -719,23 +726,12 @@ compact_safe(Relation rel)
 	return safe;
 }
 
-/* Whether the horizon lags (see recycle_due), for any table of this database. */
-static bool
-horizon_lags(Relation rel)
-{
-	TransactionId horizon = GetOldestNonRemovableTransactionId(rel);
-	TransactionId next = XidFromFullTransactionId(ReadNextFullTransactionId());
-
-	return TransactionIdIsNormal(horizon) &&
-		(int32) (next - horizon) >= QUEUE_RECYCLE_LAG_XIDS;
-}
-
 /*
  * Under relid's exclusive lock (rel closed, the lock kept): rewrite it
  * with the versions the latest snapshot sees, as cluster.c's VACUUM FULL
- * does with its horizon.  Returns the rows kept.
+ * does with its horizon.
  */
-static double
+static void
 compact_locked(Oid relid)
 {
 	Relation	rel = table_open(relid, AccessExclusiveLock);
@@ -784,11 +780,10 @@ compact_locked(Oid relid)
 	pgstat_report_vacuum(relid, false, (PgStat_Counter) kept, 0);
 	elog(DEBUG1, "queue worker compacted table %u: %.0f rows kept, %.0f removed, %.1f ms",
 		 relid, kept, removed, (GetCurrentTimestamp() - start) / 1000.0);
-	return kept;
 }
 
-/* One try at relid (a transaction of its own); whether it was compacted. */
-static bool
+/* One try at relid, in the caller's transaction. */
+static void
 compact_try(Oid relid)
 {
 	Relation	rel = try_relation_open(relid, AccessShareLock);
@@ -796,7 +791,7 @@ compact_try(Oid relid)
 	BlockNumber nblocks;
 
 	if (rel == NULL)
-		return false;
+		return;
 	nblocks = RelationGetNumberOfBlocks(rel);
 	st = pgstat_fetch_stat_tabentry(relid);
 	if (st == NULL || nblocks < QUEUE_RECYCLE_MIN_BLOCKS || nblocks > QUEUE_RECYCLE_MAX_BLOCKS ||
@@ -804,7 +799,7 @@ compact_try(Oid relid)
 		st->n_live_tuples > QUEUE_COMPACT_MAX_LIVE || !horizon_lags(rel) || !compact_safe(rel))
 	{
 		table_close(rel, AccessShareLock);
-		return false;
+		return;
 	}
 
 	/*
@@ -814,16 +809,15 @@ compact_try(Oid relid)
 	if (!ConditionalLockRelationOid(relid, AccessExclusiveLock))
 	{
 		table_close(rel, AccessShareLock);
-		return false;
+		return;
 	}
 	if (!compact_safe(rel) || RelationGetNumberOfBlocks(rel) > QUEUE_RECYCLE_MAX_BLOCKS)
 	{
 		table_close(rel, AccessShareLock);
-		return false;
+		return;
 	}
 	table_close(rel, NoLock);
-	(void) compact_locked(relid);
-	return true;
+	compact_locked(relid);
 }
 
 /*
@@ -845,7 +839,7 @@ compact_tables(const Oid *relids, int n)
 		PG_TRY();
 		{
 			StartTransactionCommand();
-			(void) compact_try(relids[i]);
+			compact_try(relids[i]);
 			CommitTransactionCommand();
 		}
 		PG_FINALLY();
@@ -871,11 +865,7 @@ any_horizon_lags(void)
 
 	if (now - looked_at >= 100 * 1000 || now < looked_at)
 	{
-		TransactionId horizon = GetOldestNonRemovableTransactionId(NULL);
-		TransactionId next = XidFromFullTransactionId(ReadNextFullTransactionId());
-
-		lags = TransactionIdIsNormal(horizon) &&
-			(int32) (next - horizon) >= QUEUE_RECYCLE_LAG_XIDS;
+		lags = horizon_lags(NULL);
 		looked_at = now;
 	}
 	return lags;
