@@ -649,10 +649,18 @@ queue_recycle_shared_if_empty(const int64 *ids, int n, bool fifo)
  *	    table is compacted when its dead rows reach half its live ones, so
  *	    it stays within 1.5 times its live rows (and
  *	    QUEUE_COMPACT_MIN_DEAD), and the work is one copy of each live row
- *	    per half a live row's worth of changes.
+ *	    per half a live row's worth of changes.  The lock is tried
+ *	    QUEUE_COMPACT_TRIES times QUEUE_RECYCLE_NAP_US apart (50 ms at
+ *	    most, from the same budget): a table that every send and receive
+ *	    of many queues opens is rarely free at one given moment (the
+ *	    10-minute bench's shared group table, tried once a pass, was never
+ *	    compacted and grew to 17.7 MB for 510 rows); meanwhile the worker
+ *	    holds the table's share lock, which delays a statement that needs
+ *	    its exclusive one (a queue's drop) by as much at most.
  */
 #define QUEUE_COMPACT_MIN_DEAD		10000
 #define QUEUE_COMPACT_MAX_LIVE		300000
+#define QUEUE_COMPACT_TRIES			25	/* at the lock, QUEUE_RECYCLE_NAP_US apart */
 
 /* A function of the database's, not PostgreSQL's own. */
 static bool
@@ -798,18 +806,31 @@ compact_try(Oid relid)
 		st->n_dead_tuples < QUEUE_COMPACT_MIN_DEAD || st->n_dead_tuples < st->n_live_tuples / 2 ||
 		st->n_live_tuples > QUEUE_COMPACT_MAX_LIVE || !horizon_lags(rel) || !compact_safe(rel))
 	{
+		elog(DEBUG2, "queue worker left table %s: %u blocks, dead %lld, live %lld",
+			 RelationGetRelationName(rel), nblocks,
+			 st ? (long long) st->n_dead_tuples : -1LL, st ? (long long) st->n_live_tuples : -1LL);
 		table_close(rel, AccessShareLock);
 		return;
 	}
 
 	/*
+	 * A busy table's lock is free only between its statements (the shared
+	 * group table of FIFO queues is opened by every send, receive and
+	 * delete of each of them), so try it a few times a little apart.
 	 * Taking the lock reads the invalidations that came meanwhile, so rel
 	 * is current when it is checked again.
 	 */
-	if (!ConditionalLockRelationOid(relid, AccessExclusiveLock))
+	for (int t = 0; !ConditionalLockRelationOid(relid, AccessExclusiveLock); t++)
 	{
-		table_close(rel, AccessShareLock);
-		return;
+		if (t + 1 >= QUEUE_COMPACT_TRIES)
+		{
+			elog(DEBUG2, "queue worker left table %s: its lock was taken",
+				 RelationGetRelationName(rel));
+			table_close(rel, AccessShareLock);
+			return;
+		}
+		pg_usleep(QUEUE_RECYCLE_NAP_US);
+		CHECK_FOR_INTERRUPTS();
 	}
 	if (!compact_safe(rel) || RelationGetNumberOfBlocks(rel) > QUEUE_RECYCLE_MAX_BLOCKS)
 	{
@@ -832,7 +853,10 @@ compact_tables(const Oid *relids, int n)
 		TimestampTz start = GetCurrentTimestamp();
 
 		if (!budget_left(&compact_budget, start))
+		{
+			elog(DEBUG2, "queue worker compaction budget spent");
 			return;
+		}
 		if (!OidIsValid(relids[i]))
 			continue;
 		/* a failed rewrite (say, no disk left) costs its time too */
