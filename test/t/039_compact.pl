@@ -8,7 +8,7 @@
 # that has the table open (a writer, a reader's snapshot); never a table
 # with a trigger or an index on an expression (the worker runs no user
 # code); no logical decoding record; shared tables with another queue's
-# rows kept.
+# rows kept; a table whose lock is free only for moments compacted too.
 use strict;
 use warnings;
 
@@ -119,8 +119,8 @@ $fn = filenode("q$bk");
 sql("SELECT pg_stat_force_next_flush()");
 # (a lock held meanwhile, so that the digest is taken before the worker can
 # compact it)
-my $busy = $node->background_psql('postgres');
-$busy->query_safe("BEGIN; LOCK queue_data.q$bk IN ACCESS SHARE MODE");
+my $locker = $node->background_psql('postgres');
+$locker->query_safe("BEGIN; LOCK queue_data.q$bk IN ACCESS SHARE MODE");
 backlog('bk', 12000, 1000, 0);
 # one message in flight, its lease made longer
 sql("SELECT queue.change_visibility('bk', receipt, '1 hour') FROM queue.receive('bk', visibility_timeout => '1 min')");
@@ -128,10 +128,8 @@ my $before = rows_of("q$bk", $mcols);
 my $size = blocks("q$bk");
 passes();
 is(filenode("q$bk"), $fn, 'a table another transaction has open is not compacted');
-$busy->query_safe('COMMIT');
-$busy->quit;
-sql("ALTER SYSTEM RESET queue.sweep_interval");
-sql("SELECT pg_reload_conf()");
+$locker->query_safe('COMMIT');
+$locker->quit;
 ok(compacted_from("q$bk", $fn, 'bk'), 'held snapshot: the table with a backlog is compacted');
 like($before, qr/^1000 /, 'it held 1,000 messages');
 is(rows_of("q$bk", $mcols), $before, '... and holds the same, with their leases and counts');
@@ -286,7 +284,7 @@ sql(q(DO $$ BEGIN
 	FOR i IN 1 .. 250 LOOP UPDATE queue_data.groups SET leased_upto = leased_upto; END LOOP;
 END $$));
 my $gcols = 'store_id, message_group_id, head_seq, available_at, leased_upto';
-my $heads = rows_of('groups', $gcols, "message_group_id <> 'poke'");
+my $heads = rows_of('groups', $gcols, 'true');
 like($heads, qr/^50 /, 'shared FIFO: 50 groups with messages left');
 is(filenode('groups'), $fn, '... not compacted while a transaction has it open');
 sql("CREATE TABLE public.busy_done ()");
@@ -308,7 +306,7 @@ passes(1.2);
 $guard->query_safe('COMMIT');
 $guard->quit;
 ok(compacted_from('groups', $fn, undef, 3), 'shared: the group table, its lock rarely free, is compacted');
-is(rows_of('groups', $gcols, "message_group_id <> 'poke'"), $heads, '... every group\'s head kept');
+is(rows_of('groups', $gcols, 'true'), $heads, '... every group\'s head kept');
 is(sql("SELECT count(*) FROM queue.receive('sf.fifo', max_messages => 10)"), '10',
 	'... its receives go on');
 sql("INSERT INTO public.busy_done DEFAULT VALUES");
