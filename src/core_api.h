@@ -42,4 +42,13 @@ extern bool queue_role_may_log_in(Oid role, TimestampTz now);
  */
 extern void queue_move_task_started(void);
 
+/*
+ * citus.c: on a Citus cluster queue.citus_setup() set up, the SQS endpoint
+ * URL of the node holding queue_name's shard when that is another node
+ * (queue_citus.sqs_endpoints), palloc'd; NULL when the request is served
+ * here (no such cluster, this node's queue, no endpoint named, or a
+ * lookup that failed: logged, never thrown).  SPI connected.
+ */
+extern char *queue_citus_endpoint_of(const char *queue_name);
+
 #endif							/* QUEUE_CORE_API_H */

@@ -32,11 +32,13 @@
 #include "postgres.h"
 
 #include "access/genam.h"
+#include "access/xact.h"
 #include "access/htup_details.h"
 #include "access/table.h"
 #include "catalog/index.h"
 #include "catalog/namespace.h"
 #include "catalog/pg_class.h"
+#include "catalog/pg_extension.h"
 #include "catalog/pg_namespace.h"
 #include "miscadmin.h"
 #include "catalog/pg_type.h"
@@ -50,10 +52,12 @@
 #include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/rel.h"
+#include "utils/resowner.h"
 #include "utils/snapmgr.h"
 #include "utils/syscache.h"
 #include "funcapi.h"
 
+#include "core_api.h"
 #include "common/queue_common.h"
 #include "storage/queue_storage.h"
 
@@ -172,18 +176,113 @@ get_namespace_owner(Oid ns)
 	return owner;
 }
 
-/* The owner of a relation (InvalidOid when it is gone). */
-static Oid
-get_rel_owner(Oid relid)
+/*
+ * Whether Citus distributes relid (its pg_dist_partition has it): a
+ * distributed or reference table.  Read from the catalog directly.
+ */
+static bool
+citus_distributes(Oid relid)
 {
-	HeapTuple	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
-	Oid			owner = InvalidOid;
+	Oid			idx = get_relname_relid("pg_dist_partition_logical_relid_index", PG_CATALOG_NAMESPACE);
+	Relation	cat;
+	ScanKeyData key;
+	SysScanDesc scan;
+	bool		found;
 
+	if (!OidIsValid(idx) || !OidIsValid(relid))
+		return false;
+	cat = table_open(IndexGetRelation(idx, false), AccessShareLock);
+	ScanKeyInit(&key, get_attnum(RelationGetRelid(cat), "logicalrelid"),
+				BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
+	scan = systable_beginscan(cat, idx, true, NULL, 1, &key);
+	found = HeapTupleIsValid(systable_getnext(scan));
+	systable_endscan(scan);
+	table_close(cat, AccessShareLock);
+	return found;
+}
+
+/*
+ * The one rule by which a table of schema queue_citus counts: the anchor
+ * (placements) for the wrong-node guard and the moves' hook, and the
+ * nodes' endpoints (sqs_endpoints) for the SQS endpoint's forwarding.  A
+ * superuser owns the schema and the table, the table is a plain table
+ * (not a view, whose query could call any function), and Citus
+ * distributes it.  Anything else of that name, which a role with CREATE
+ * on the database could make before queue.citus_setup() or in a database
+ * where it never runs, is ignored: it switches nothing on and is never
+ * read.  The relation's oid, or InvalidOid.
+ */
+static Oid
+trusted_table(Oid ns, const char *relname)
+{
+	Oid			relid;
+	HeapTuple	tup;
+	bool		ok = false;
+
+	if (!OidIsValid(ns) || !superuser_arg(get_namespace_owner(ns)) ||
+		!OidIsValid(relid = get_relname_relid(relname, ns)))
+		return InvalidOid;
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(relid));
 	if (HeapTupleIsValid(tup))
 	{
-		owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+		Form_pg_class c = (Form_pg_class) GETSTRUCT(tup);
+
+		ok = c->relkind == RELKIND_RELATION && superuser_arg(c->relowner);
 		ReleaseSysCache(tup);
 	}
+	return ok && citus_distributes(relid) ? relid : InvalidOid;
+}
+
+/*
+ * A lookup of this file that runs elevated (the endpoint's forwarding
+ * decision, the moves' hook): as role, in a security-restricted operation
+ * (no SET ROLE, no temporary objects, nothing that outlives it), with the
+ * search path pinned to pg_catalog (compat.h).  An error in between is
+ * undone by the (sub)transaction's abort.
+ */
+typedef struct Lookup
+{
+	Oid			save_uid;
+	int			save_sec;
+	int			path;
+} Lookup;
+
+static void
+lookup_enter(Lookup *lk, Oid role)
+{
+	GetUserIdAndSecContext(&lk->save_uid, &lk->save_sec);
+	SetUserIdAndSecContext(role, lk->save_sec | SECURITY_LOCAL_USERID_CHANGE |
+						   SECURITY_RESTRICTED_OPERATION);
+	lk->path = queue_pin_search_path();
+}
+
+static void
+lookup_leave(Lookup *lk)
+{
+	queue_unpin_search_path(lk->path);
+	SetUserIdAndSecContext(lk->save_uid, lk->save_sec);
+}
+
+/* The owner of the queue extension (who may read its tables). */
+static Oid
+extension_owner(void)
+{
+	Relation	rel;
+	ScanKeyData key;
+	SysScanDesc scan;
+	HeapTuple	tup;
+	Oid			owner = InvalidOid;
+
+	rel = table_open(ExtensionRelationId, AccessShareLock);
+	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
+				ObjectIdGetDatum(get_extension_oid("queue", false)));
+	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
+	if (HeapTupleIsValid(tup = systable_getnext(scan)))
+		owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
+	systable_endscan(scan);
+	table_close(rel, AccessShareLock);
+	if (!OidIsValid(owner))
+		elog(ERROR, "the queue extension has no owner");
 	return owner;
 }
 
@@ -201,30 +300,26 @@ citus_loaded(void)
  */
 static LocalTransactionId known_lxid = InvalidLocalTransactionId;
 static bool known_citus = false;
+static Oid	known_ns = InvalidOid;
 static Oid	known_anchor = InvalidOid;
 
 static void
 know_citus(void)
 {
 	LocalTransactionId lxid = QueueMyLocalXid();
-	Oid			ns;
 
 	if (known_lxid == lxid)
 		return;
 	known_citus = citus_loaded() && OidIsValid(get_extension_oid("citus", true));
-	known_anchor = InvalidOid;
-	if (known_citus && OidIsValid(ns = get_namespace_oid("queue_citus", true)))
-		known_anchor = get_relname_relid("placements", ns);
+	known_ns = known_citus ? get_namespace_oid("queue_citus", true) : InvalidOid;
 
 	/*
-	 * Only the anchor queue.citus_setup() made counts: a schema or table of
-	 * that name that another role made (before or instead) would otherwise
-	 * switch the guard on, or let its owner swap the anchor.
+	 * Only the anchor queue.citus_setup() made counts (trusted_table): a
+	 * schema or table of that name that another role made (before or
+	 * instead) would otherwise switch the guard on, or let its owner swap
+	 * the anchor.
 	 */
-	if (OidIsValid(known_anchor) &&
-		!(superuser_arg(get_namespace_owner(ns)) &&
-		  superuser_arg(get_rel_owner(known_anchor))))
-		known_anchor = InvalidOid;
+	known_anchor = trusted_table(known_ns, "placements");
 	known_lxid = lxid;
 }
 
@@ -400,17 +495,7 @@ queue_citus_manages(Relation rel)
 		return last_answer;
 
 	/* a distributed table's shell */
-	idx = get_relname_relid("pg_dist_partition_logical_relid_index", PG_CATALOG_NAMESPACE);
-	if (OidIsValid(idx))
-	{
-		cat = table_open(IndexGetRelation(idx, false), AccessShareLock);
-		ScanKeyInit(&key, get_attnum(RelationGetRelid(cat), "logicalrelid"),
-					BTEqualStrategyNumber, F_OIDEQ, ObjectIdGetDatum(relid));
-		scan = systable_beginscan(cat, idx, true, NULL, 1, &key);
-		managed = HeapTupleIsValid(systable_getnext(scan));
-		systable_endscan(scan);
-		table_close(cat, AccessShareLock);
-	}
+	managed = citus_distributes(relid);
 
 	/* a shard: <table>_<digits>, whose shard id pg_dist_shard knows for <table> */
 	us = strrchr(relname, '_');
@@ -536,6 +621,10 @@ queue_citus_utility(Node *stmt)
 	const char *rel;
 	int64		shardid;
 	static SPIPlanPtr plan = NULL;
+	static SPIPlanPtr announced = NULL;
+	Lookup		lk;
+	Datum		args[2];
+	char	   *from = NULL;
 
 	if (!IsA(stmt, CreateStmt) || !citus_loaded())
 		return;
@@ -546,27 +635,42 @@ queue_citus_utility(Node *stmt)
 		strspn(rel + strlen("placements_"), "0123456789") != strlen(rel + strlen("placements_")))
 		return;
 	know_citus();
-	if (!known_citus)
+
+	/*
+	 * No anchor known here (before queue.citus_setup(), or while this node
+	 * does not know it yet): nothing to compare with.
+	 */
+	if (!OidIsValid(known_anchor))
 		return;
 	shardid = strtoll(rel + strlen("placements_"), NULL, 10);
 	if (SPI_connect() != SPI_OK_CONNECT)
 		elog(ERROR, "SPI_connect failed");
+
+	/*
+	 * The statement comes from whichever role made the shard (Citus's move
+	 * connects as its caller): the lookups are the extension's, as its
+	 * owner.
+	 */
+	lookup_enter(&lk, extension_owner());
 	if (plan == NULL)
 	{
-		Oid			types[1] = {INT8OID};
+		Oid			types[2] = {INT8OID, OIDOID};
 
 		plan = queue_keep_plan("SELECT coalesce((SELECT pg_catalog.string_agg(n.nodename OPERATOR(pg_catalog.||) ':' "
-						       "OPERATOR(pg_catalog.||) n.nodeport, ', ') "
-						       "FROM pg_catalog.pg_dist_placement p "
-						       "JOIN pg_catalog.pg_dist_node n ON n.groupid OPERATOR(pg_catalog.=) p.groupid "
-						       "WHERE p.shardid OPERATOR(pg_catalog.=) $1), 'no node yet') "
-						       "FROM pg_catalog.pg_dist_partition d "
-						       "WHERE d.logicalrelid OPERATOR(pg_catalog.=) pg_catalog.to_regclass('queue_citus.placements') "
-						       "AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_placement p "
-						       "WHERE p.shardid OPERATOR(pg_catalog.=) $1 AND p.groupid OPERATOR(pg_catalog.=) "
-						       "(SELECT groupid FROM pg_catalog.pg_dist_local_group))",
-						       1, types);
+							   "OPERATOR(pg_catalog.||) n.nodeport, ', ') "
+							   "FROM pg_catalog.pg_dist_placement p "
+							   "JOIN pg_catalog.pg_dist_node n ON n.groupid OPERATOR(pg_catalog.=) p.groupid "
+							   "WHERE p.shardid OPERATOR(pg_catalog.=) $1), 'no node yet') "
+							   "FROM pg_catalog.pg_dist_partition d "
+							   "WHERE d.logicalrelid OPERATOR(pg_catalog.=) $2 "
+							   "AND NOT EXISTS (SELECT FROM pg_catalog.pg_dist_placement p "
+							   "WHERE p.shardid OPERATOR(pg_catalog.=) $1 AND p.groupid OPERATOR(pg_catalog.=) "
+							   "(SELECT groupid FROM pg_catalog.pg_dist_local_group))",
+							   2, types);
 	}
+	args[0] = Int64GetDatum(shardid);
+	args[1] = ObjectIdGetDatum(known_anchor);
+
 	/*
 	 * queue.citus_move_shard is moving this shard here (queue._citus_moves,
 	 * direction 'in'; or back here, 'out', when unpacking on the target
@@ -575,9 +679,6 @@ queue_citus_utility(Node *stmt)
 	 */
 	if (OidIsValid(moves_relid()))
 	{
-		static SPIPlanPtr announced = NULL;
-		Datum		arg = Int64GetDatum(shardid);
-
 		if (announced == NULL)
 		{
 			Oid			types[1] = {INT8OID};
@@ -586,24 +687,21 @@ queue_citus_utility(Node *stmt)
 										"WHERE m.shard_id OPERATOR(pg_catalog.=) $1",
 										1, types);
 		}
-		if (SPI_execute_plan(announced, &arg, NULL, true, 1) != SPI_OK_SELECT)
+		if (SPI_execute_plan(announced, args, NULL, true, 1) != SPI_OK_SELECT)
 			elog(ERROR, "move lookup failed");
 		if (SPI_processed > 0)
 		{
+			lookup_leave(&lk);
 			SPI_finish();
 			return;
 		}
 	}
-	{
-		Datum		arg = Int64GetDatum(shardid);
-
-		if (SPI_execute_plan(plan, &arg, NULL, true, 1) != SPI_OK_SELECT)
-			elog(ERROR, "placement lookup failed");
-	}
+	if (SPI_execute_plan(plan, args, NULL, true, 1) != SPI_OK_SELECT)
+		elog(ERROR, "placement lookup failed");
 	if (SPI_processed > 0)
-	{
-		char	   *from = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
-
+		from = SPI_getvalue(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1);
+	lookup_leave(&lk);
+	if (from != NULL)
 		ereport(ERROR,
 				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
 				 errmsg("the shards of queue_citus.placements hold queues and cannot be moved, copied or split"),
@@ -614,6 +712,113 @@ queue_citus_utility(Node *stmt)
 				 errhint("Move them with queue.citus_move_shard(shard_id, target_node, target_port), "
 						 "which moves the shard's queues with it; rebalance other tables by name "
 						 "(rebalance_table_shards('table')).")));
-	}
 	SPI_finish();
+}
+
+/*
+ * For the SQS endpoint (core_api.h; src/sqs/protocol.c): on a Citus
+ * cluster that queue.citus_setup() set up and whose coordinator named the
+ * nodes' endpoints (queue.citus_set_sqs_endpoint: the reference table
+ * queue_citus.sqs_endpoints), the endpoint URL of the node holding
+ * queue_name's shard of the anchor when that is another node, palloc'd in
+ * the caller's memory context; NULL otherwise: the request is served here.
+ *
+ * It runs before the request's role is set, as the worker's superuser, so
+ * it reads only what trusted_table allows (the anchor and the endpoints'
+ * table a superuser made, plain and distributed: never a schema, view or
+ * function of a role's), in a security-restricted operation with the
+ * search path pinned, every operator and function qualified.  It never
+ * throws: a lookup that fails (a catalog Citus changed, a table being
+ * remade) is undone in a subtransaction of its own, the request is served
+ * here, and the failure is logged once per process (then at DEBUG1), so
+ * that it never fails every tenant's request.  The caller is connected to
+ * SPI.
+ */
+char *
+queue_citus_endpoint_of(const char *queue_name)
+{
+	static SPIPlanPtr owner_plan = NULL;
+	static SPIPlanPtr url_plan = NULL;
+	static bool logged = false;
+	MemoryContext caller = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+	char	   *volatile url = NULL;
+
+	if (!citus_loaded())
+		return NULL;
+	know_citus();
+	if (!OidIsValid(known_anchor) || !OidIsValid(trusted_table(known_ns, "sqs_endpoints")))
+		return NULL;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(caller);
+	PG_TRY();
+	{
+		Lookup		lk;
+		Datum		args[2];
+		bool		isnull;
+		int32		group;
+
+		lookup_enter(&lk, GetUserId());
+		if (owner_plan == NULL)
+		{
+			Oid			types[2] = {TEXTOID, OIDOID};
+
+			owner_plan = queue_keep_plan("SELECT p.groupid FROM pg_catalog.pg_dist_placement p "
+										 "WHERE p.shardid OPERATOR(pg_catalog.=) "
+										 "pg_catalog.get_shard_id_for_distribution_column("
+										 "$2::pg_catalog.regclass, $1::queue.placement_key) "
+										 "AND p.groupid OPERATOR(pg_catalog.<>) "
+										 "(SELECT l.groupid FROM pg_catalog.pg_dist_local_group l)",
+										 2, types);
+		}
+		if (url_plan == NULL)
+		{
+			Oid			types[1] = {INT4OID};
+
+			/* by name: trusted_table said a superuser made it, in a schema of a superuser */
+			url_plan = queue_keep_plan("SELECT e.endpoint FROM queue_citus.sqs_endpoints e "
+									   "WHERE e.node_group OPERATOR(pg_catalog.=) $1",
+									   1, types);
+		}
+		args[0] = CStringGetTextDatum(queue_name);
+		args[1] = ObjectIdGetDatum(known_anchor);
+		if (SPI_execute_plan(owner_plan, args, NULL, true, 1) != SPI_OK_SELECT)
+			elog(ERROR, "placement lookup failed");
+		if (SPI_processed > 0)
+		{
+			group = DatumGetInt32(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+			args[0] = Int32GetDatum(group);
+			if (SPI_execute_plan(url_plan, args, NULL, true, 1) != SPI_OK_SELECT)
+				elog(ERROR, "endpoint lookup failed");
+			if (SPI_processed > 0 &&
+				!heap_attisnull(SPI_tuptable->vals[0], 1, SPI_tuptable->tupdesc))
+				url = MemoryContextStrdup(caller, SPI_getvalue(SPI_tuptable->vals[0],
+															   SPI_tuptable->tupdesc, 1));
+		}
+		lookup_leave(&lk);
+		ReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller);
+		CurrentResourceOwner = owner;
+	}
+	PG_CATCH();
+	{
+		ErrorData  *edata;
+
+		MemoryContextSwitchTo(caller);
+		edata = CopyErrorData();
+		FlushErrorState();
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(caller);
+		CurrentResourceOwner = owner;
+		ereport(logged ? DEBUG1 : LOG,
+				(errmsg("the SQS endpoint could not look up the node of queue \"%s\"; "
+						"its requests are served on this node", queue_name),
+				 errdetail("%s", edata->message)));
+		logged = true;
+		FreeErrorData(edata);
+		url = NULL;
+	}
+	PG_END_TRY();
+	return url;
 }

@@ -13,7 +13,9 @@
 # StartMessageMoveTask, long polls that park and are woken, purge, drops,
 # bad signatures and unknown keys; a second role's queue, before and after
 # a grant of send only; input shaped like SQL injection in every field a
-# request carries.  Then mallory also sets exit_on_error, role and
+# request carries.  mallory makes a schema queue_citus (plain tables,
+# then a view over a trap), which a node without Citus never reads: every
+# tenant is served (issue 48).  Then mallory also sets exit_on_error, role and
 # session_authorization for her database (which would run the endpoint's
 # workers as another role, and end them at the first client error).
 #
@@ -635,6 +637,57 @@ for my $p ('json', 'query')
 }
 is(su(q(SELECT count(*) FROM queue.queues WHERE queue_name !~ '^(h_|bobq$)')), '0',
 	'no queue was made of a payload');
+
+# --- a schema named queue_citus -----------------------------------------------
+# mallory (CREATE on her database) makes the schema the endpoint's Citus
+# forwarding reads (issue 48): first two plain tables, then a view
+# sqs_endpoints over a function of hers that springs her trap (superuser
+# for her when a superuser runs it).  Without Citus neither is ever read:
+# every tenant is served, and the verdict below finds no trap run by a
+# superuser.
+sub mallory_clean
+{
+	local $ENV{PGOPTIONS} = $clean;
+	return $node->safe_psql('hostile', $_[0], extra_params => [ '-U', 'mallory' ]);
+}
+mallory_clean(q(
+CREATE SCHEMA queue_citus;
+CREATE TABLE queue_citus.placements (placement_key text);
+CREATE TABLE queue_citus.sqs_endpoints (node_group integer, endpoint text);
+INSERT INTO queue_citus.sqs_endpoints SELECT g, 'http://127.0.0.1:1' FROM generate_series(-1, 10) g;
+GRANT USAGE ON SCHEMA queue_citus TO PUBLIC;
+GRANT SELECT ON ALL TABLES IN SCHEMA queue_citus TO PUBLIC;
+));
+for my $form ('plain tables', 'a view over a function')
+{
+	if ($form ne 'plain tables')
+	{
+		mallory_clean(q(
+DROP TABLE queue_citus.sqs_endpoints;
+CREATE FUNCTION queue_citus.endpoints() RETURNS TABLE (node_group integer, endpoint text)
+	LANGUAGE plpgsql AS $f$
+BEGIN
+	PERFORM evil.trap('queue_citus');
+	RETURN QUERY SELECT g, 'http://127.0.0.1:1'::text FROM pg_catalog.generate_series(-1, 10) g;
+END
+$f$;
+CREATE VIEW queue_citus.sqs_endpoints AS SELECT * FROM queue_citus.endpoints();
+GRANT SELECT ON queue_citus.sqs_endpoints TO PUBLIC;
+));
+	}
+	for my $p ('json', 'query')
+	{
+		my $q = "$base/h_src_$p";
+		expect($app, $p, 'SendMessage', { QueueUrl => $q, MessageBody => "citus $form" }, 200);
+		my $a = expect($app, $p, 'ReceiveMessage', { QueueUrl => $q, MaxNumberOfMessages => 10, VisibilityTimeout => 0 }, 200);
+		ok((grep { $_->{Body} eq "citus $form" } @{ out($a)->{Messages} // [] }),
+			"$p: beside mallory's queue_citus ($form), app's message is sent and received here");
+		expect($bob, $p, 'SendMessage', { QueueUrl => "$base/bobq", MessageBody => "citus $form" }, 200);
+	}
+}
+is(su(q(SELECT count(*) FROM queue.peek('bobq', 100) WHERE body LIKE 'citus %')), '4',
+	'... and bob\'s, to his own queue');
+is(su(q(SELECT rolsuper FROM pg_roles WHERE rolname = 'mallory')), 'f', 'mallory is still no superuser');
 
 done($app);
 done($bob);

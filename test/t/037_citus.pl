@@ -1,5 +1,8 @@
 # Queues spread over a Citus cluster (docs/citus.md, issue 37): a
 # coordinator and two workers, shared_preload_libraries = 'citus,queue'.
+#  0. before queue.citus_setup(), a squatter's own queue_citus (plain
+#     tables, then a view over its function) is never read by the SQS
+#     endpoint: no forward, no escalation, the tenant served (issue 48).
 #  1. queue.citus_setup() on the coordinator sets the cluster up, once
 #     (a second call changes nothing); a queue is placed by its name, or by
 #     the tenant key of its name (up to the first "."), so a tenant's queue
@@ -123,6 +126,94 @@ sub fails_with
 	ok($rc != 0 && $err =~ /ERROR:\s+\Q$state\E:/, "$what: fails with $state")
 	  or diag("exit $rc\n$err");
 	return $err;
+}
+
+# --- 0. A squatter's queue_citus before the set-up ---------------------------
+
+# Between CREATE EXTENSION queue and queue.citus_setup(), citus_squat (CREATE
+# on the database, no right on any queue) makes its own distributed
+# queue_citus.placements and, on w1, queue_citus.sqs_endpoints: plain tables,
+# then a view over a function of its own that tries ALTER ROLE ... SUPERUSER
+# (issue 48).  citus_tenant's requests at w1's endpoint for its own queue,
+# whose name the squatter's table places on w2, are served on w1: never
+# forwarded (to the squatter's URL), the function never run, the squatter
+# no superuser.
+my $python = '/usr/bin/python3';
+my $sqs_ready = system("$python -I -c 'import boto3' >/dev/null 2>&1") == 0
+  && -f "$pkglib/queue_sqs.so" && `ldd $pkglib/queue_sqs.so` =~ /libcurl/;
+SKIP:
+{
+	skip 'no Debian python3-boto3, or no queue_sqs.so with libcurl', 9 unless $sqs_ready;
+	on($coord, 'CREATE ROLE citus_squat LOGIN; CREATE ROLE citus_tenant LOGIN');
+	on($coord, 'GRANT CREATE ON DATABASE postgres TO citus_squat, citus_tenant; '
+		  . 'GRANT USAGE ON SCHEMA queue TO citus_squat, citus_tenant');
+	my $squat = sub {
+		my ($n, $sql) = @_;
+		return $n->safe_psql('postgres', "SET ROLE citus_squat; $sql");
+	};
+	$squat->($coord, q(
+CREATE SCHEMA queue_citus;
+CREATE TABLE queue_citus.placements (placement_key queue.placement_key);
+SELECT create_distributed_table('queue_citus.placements', 'placement_key');
+));
+	my $w2group = on($w2, 'SELECT groupid FROM pg_dist_local_group');
+	my ($name) = grep {
+		on($coord, 'SELECT groupid FROM pg_dist_placement WHERE shardid = get_shard_id_for_distribution_column('
+			  . "'queue_citus.placements', '$_'::queue.placement_key)") eq $w2group
+	} map { "sqt$_" } 0 .. 31;
+	$squat->($w1, q(
+CREATE TABLE queue_citus.ran (who text, super boolean);
+CREATE TABLE queue_citus.sqs_endpoints (node_group integer, endpoint text);
+INSERT INTO queue_citus.sqs_endpoints SELECT g, 'http://127.0.0.1:1' FROM generate_series(0, 10) g;
+));
+	my ($key, $secret) = ('AKIDCITUSSQUAT000001', 'citus-squat-secret-00000000000000000000001');
+	on($w1, "SELECT count(*) FROM queue.create_access_key('citus_tenant', '$key', '$secret')");
+	my $client = sub {
+		my ($out, $err) = ('', '');
+		IPC::Run::run([ $python, '-I', "$FindBin::RealBin/sqs/citus_client.py",
+				"http://127.0.0.1:$sqs_port{$w1->name}", $key, $secret, @_ ], '>', \$out, '2>', \$err);
+		diag($err) if $err ne '';
+		my %v = $out =~ /^value\t(\w+)\t(.*)$/mg;
+		return \%v;
+	};
+	like($client->('create', $name)->{url}, qr{/\Q$name\E$},
+		"CreateQueue at w1's endpoint beside a squatter's queue_citus (plain tables)");
+	for my $form ('plain tables', 'a view over a function')
+	{
+		next if $form eq 'plain tables';
+		# (made on the coordinator, which gives them to the workers)
+		$squat->($w1, 'DROP TABLE queue_citus.sqs_endpoints');
+		$squat->($coord, q(
+CREATE FUNCTION queue_citus.endpoints() RETURNS TABLE (node_group integer, endpoint text)
+	LANGUAGE plpgsql AS $f$
+BEGIN
+	INSERT INTO queue_citus.ran SELECT current_user, rolsuper FROM pg_catalog.pg_roles WHERE rolname = current_user;
+	BEGIN
+		ALTER ROLE citus_squat SUPERUSER;
+	EXCEPTION WHEN OTHERS THEN NULL;
+	END;
+	RETURN QUERY SELECT g, 'http://127.0.0.1:1'::text FROM pg_catalog.generate_series(0, 10) g;
+END
+$f$;
+CREATE VIEW queue_citus.sqs_endpoints AS SELECT * FROM queue_citus.endpoints();
+));
+	}
+	continue
+	{
+		like($client->('send', $name, $form)->{id}, qr/^[0-9a-f-]{36}$/, "SendMessage beside $form");
+		my $v = $client->('wait', $name, '1');
+		is("$v->{received} $v->{bodies}", "1 $form", "... ReceiveMessage served on w1, not forwarded");
+	}
+	is(on($w1, "SELECT count(*) FROM queue.queues WHERE queue_name = '$name'") . ' '
+		  . on($w2, "SELECT count(*) FROM queue._queues WHERE queue_name = '$name'"),
+		'1 0', '... the queue was made on w1, where the request came');
+	is(on($w1, 'SELECT count(*) FROM queue_citus.ran'), '0', 'the squatter\'s function never ran');
+	is(join(' ', map { on($_, "SELECT rolsuper FROM pg_roles WHERE rolname = 'citus_squat'") } $coord, $w1),
+		'f f', 'citus_squat is no superuser');
+	is(on($w1, "SELECT sent FROM queue.stats WHERE queue_name = '$name'"), '2', 'both messages were sent on w1');
+	on($coord, 'DROP SCHEMA queue_citus CASCADE');
+	on($w1, 'DROP SCHEMA IF EXISTS queue_citus CASCADE');
+	$w1->psql('postgres', "SELECT queue.drop('$name')");
 }
 
 # --- 1. Set-up and placement -----------------------------------------------
@@ -742,7 +833,6 @@ is(join('', map { on($_, 'SELECT count(*) FROM queue._citus_moves') } $w1, $w2, 
 
 # w1 and w2 serve the SQS endpoint; a request to w2's for a queue of w1 is
 # forwarded there after w2 verified it, and w1 verifies it again
-my $python = '/usr/bin/python3';
 SKIP:
 {
 	skip 'no Debian python3-boto3', 17
