@@ -455,14 +455,45 @@ SELECT count(*) FROM queue._citus_moves;
 ($rc, $out, $err) = $node->psql('old', "CALL queue.citus_move_shard(1, 'localhost', 5432)");
 like($err, qr/not set up for queues on Citus/, '1.9: queue.citus_move_shard without Citus says so');
 
+# 1.9 -> 1.10: a topic moved between Citus nodes keeps its table's grants
+# exactly (issue 48): queue._citus_grant_acl, which the move's target runs
+# with the old node's ACL as text, gives each item by its grantor with its
+# grant option (1.9 gave SELECT to up_sender without its option, and
+# up_receiver's as the owner's).
+$before_peek = sql($peek);
+sql("ALTER EXTENSION queue UPDATE TO '1.10'");
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.10', 'updated to 1.10');
+is(sql($peek), $before_peek, '1.10: every message unchanged, in delivery order');
+my $acl_of = sub {
+	return "(SELECT string_agg(a::text, ',' ORDER BY a::text) FROM pg_class c, unnest(c.relacl) a "
+	  . "WHERE c.oid = 'queue_data.$_[0]'::regclass)";
+};
+is(sql(q(
+CREATE TABLE queue_data.up_acl_from (x integer);
+CREATE TABLE queue_data.up_acl_to (x integer);
+GRANT SELECT, INSERT ON queue_data.up_acl_from TO up_sender WITH GRANT OPTION;
+GRANT USAGE ON SCHEMA queue_data TO up_sender;
+SET ROLE up_sender;
+GRANT SELECT ON queue_data.up_acl_from TO up_receiver;
+RESET ROLE;
+REVOKE USAGE ON SCHEMA queue_data FROM up_sender;
+DO $$ BEGIN PERFORM queue._citus_grant_acl('queue_data.up_acl_to',
+	(SELECT relacl::text FROM pg_class WHERE oid = 'queue_data.up_acl_from'::regclass)); END $$;
+) . 'SELECT ' . $acl_of->('up_acl_from') . ' || \' \' || (' . $acl_of->('up_acl_from') . ' = ' . $acl_of->('up_acl_to')
+	  . ") || ' ' || has_schema_privilege('up_sender', 'queue_data', 'USAGE');
+DROP TABLE queue_data.up_acl_from, queue_data.up_acl_to;"),
+	sql("SELECT current_user") . '=arwdDxt/' . sql("SELECT current_user")
+	  . ",up_receiver=r/up_sender,up_sender=a*r*/" . sql("SELECT current_user") . ' true false',
+	'1.10: the grants given again are the same, grant options and grantors too; no USAGE left lent');
+
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
 $node->safe_psql('fresh', q(
 CREATE EXTENSION queue;
 GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
 ));
-is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.9',
-	'a fresh install is 1.9');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.10',
+	'a fresh install is 1.10');
 is($node->safe_psql('fresh', $key_stats), sql($key_stats), '... with the same key statistics as the upgraded one');
 sub schema_dump
 {
@@ -515,7 +546,7 @@ like($err, qr/schema "queue" is owned by role "up_squatter", who is not a superu
 is($node->safe_psql('squatted', "SELECT count(*) FROM pg_extension WHERE extname = 'queue'"), '0',
 	'and installs nothing');
 $node->safe_psql('squatted', 'DROP SCHEMA queue; CREATE SCHEMA queue; CREATE EXTENSION queue');
-is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.9',
+is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.10',
 	'a schema queue that a superuser made is used');
 
 $node->stop;

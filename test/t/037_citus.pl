@@ -41,7 +41,8 @@
 #     (receipts valid); a move that would part a queue from its dead-letter
 #     queue, a non-superuser and bad arguments are refused; a move
 #     interrupted midway refuses calls (55006) until the next move of the
-#     shard undoes it.
+#     shard undoes it; a moved topic's table keeps its grants exactly
+#     (grant options and grantors).
 # 11. the SQS endpoint across nodes: CreateQueue, SendMessage,
 #     ReceiveMessage, DeleteMessage, GetQueueAttributes at w2's endpoint for
 #     a queue of w1 run on w1 (forwarded after w2 verified the signature);
@@ -111,7 +112,7 @@ $coord->safe_psql('postgres',
   for ($w1, $w2);
 $coord->safe_psql('postgres', 'CREATE EXTENSION queue');
 is( join(' ', map { $_->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'queue'") } @nodes),
-	'1.9 1.9 1.9',
+	'1.10 1.10 1.10',
 	'CREATE EXTENSION queue on the coordinator reached both workers');
 
 sub on { my ($n, $sql) = @_; return $n->safe_psql('postgres', $sql); }
@@ -635,7 +636,7 @@ is(on($w3, "SELECT extversion FROM pg_extension WHERE extname = 'queue'") . ' '
 	  . on($coord, "SELECT count(*) FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid) "
 		  . "WHERE n.nodeport = " . $w3->port . " AND p.shardid IN (SELECT shardid FROM pg_dist_shard "
 		  . "WHERE logicalrelid = 'queue_citus.placements'::regclass)"),
-	'1.9 0', 'a node added later has the extension and no shard of the anchor');
+	'1.10 0', 'a node added later has the extension and no shard of the anchor');
 on($w3, q(
 SET citus.enable_ddl_propagation = off;
 CREATE TABLE handled (body text);
@@ -665,6 +666,17 @@ on($coord, "SELECT queue.create('$tm.ded', dedicated => true)");
 on($coord, "SELECT queue.create('$tm.pushed')");
 on($coord, "SELECT queue.create_topic('$tm.events')");
 on($coord, "SELECT queue.subscribe('$tm.events', '$tm.std')");
+# the topic's table: a grant with its grant option, and one its grantee made
+on($coord, 'CREATE ROLE citus_reader');
+my $acl_sql = sub {
+	return "SELECT string_agg(a::text, ',' ORDER BY a::text) FROM queue._topics t, pg_class c, unnest(c.relacl) a "
+	  . "WHERE t.topic_name = '$tm.events' AND c.oid = ('queue_data.t' || t.topic_id)::regclass";
+};
+my $ttab = on($w1, "SELECT 'queue_data.t' || topic_id FROM queue._topics WHERE topic_name = '$tm.events'");
+on($w1, "GRANT USAGE ON SCHEMA queue_data TO citus_app; GRANT SELECT, INSERT ON $ttab TO citus_app WITH GRANT OPTION; "
+	  . "SET ROLE citus_app; GRANT SELECT ON $ttab TO citus_reader; RESET ROLE; REVOKE USAGE ON SCHEMA queue_data FROM citus_app");
+my $topic_acl = on($w1, $acl_sql->());
+like($topic_acl, qr{citus_app=a\*r\*/.*citus_reader=r/citus_app}, "the topic's table's grants: $topic_acl");
 on($coord, "SELECT queue.create_consumer('$tm.pusher', '$tm.pushed', 'handle(queue.message[])')");
 on($coord, "SELECT queue.grant('$tm.std', 'citus_app', '{send}')");
 # (an array of constants: Citus delegates a call whose arguments are constants)
@@ -741,6 +753,7 @@ is(scalar(@other), 0, '... refused only as being moved (55006)') or diag("@other
 
 is(on($coord, "SELECT shard_id || ' ' || node_port FROM queue.citus_placement('$tm.std')"), "$msh " . $w3->port,
 	'the shard is on the new node');
+is(on($w3, $acl_sql->()), $topic_acl, '... the topic\'s table keeps its grants exactly, grant options and grantors too');
 is(on($w1, "SELECT count(*) FROM queue._queues WHERE queue_name LIKE '$tm.%'") . ' '
 	  . on($w1, "SELECT count(*) FROM queue._topics WHERE topic_name LIKE '$tm.%'") . ' '
 	  . on($w1, "SELECT count(*) FROM queue._consumers WHERE consumer_name LIKE '$tm.%'"),
