@@ -177,6 +177,7 @@ _PG_init(void)
 							NULL, NULL, NULL);
 	queue_failed_init();
 	queue_consumer_init();
+	queue_move_task_init();
 	MarkGUCPrefixReserved("queue");
 
 	queue_catalog_init();

@@ -31,6 +31,11 @@
  *	  MOVE_DEFAULT_GAP_MS later.  No slice takes more than MOVE_SLICE_MAX,
  *	  and one loop turn of the worker gives all tasks together at most
  *	  MOVE_TURN_BUDGET_MS before it sweeps again.
+ *	- Turns by role: the worker advances at most MOVE_TASKS_RUNNING_MAX
+ *	  tasks, each role's oldest first, then each role's second, and so on,
+ *	  and of one role at most queue.move_tasks_per_role (default 10); a
+ *	  role's newer tasks wait RUNNING until its older ones end.  So one
+ *	  role's hundred slow tasks never keep another role's from running.
  *	- It ends COMPLETED when a slice finds fewer messages to move (up to
  *	  upto_id, not held by a receiver) than it may take: new dead letters
  *	  arriving since the start are not its business, as with SQS; those
@@ -40,8 +45,8 @@
  *	  to go back to, or it ran past SQS's 36 hours.
  *
  * May call: deadletter.c, elevated.c, shmem.c, PostgreSQL.  Called by:
- * worker.c (queue_move_tasks_advance) and the SQS library
- * (queue_move_task_started, core_api.h).
+ * worker.c (queue_move_tasks_advance), queue.c (queue_move_task_init) and
+ * the SQS library (queue_move_task_started, core_api.h).
  *
  *-------------------------------------------------------------------------
  */
@@ -55,6 +60,7 @@
 #include "storage/latch.h"
 #include "storage/lock.h"
 #include "utils/builtins.h"
+#include "utils/guc.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 #include "utils/snapmgr.h"
@@ -91,6 +97,16 @@ typedef struct MoveTaskState
 } MoveTaskState;
 
 static MoveTaskState tasks[MOVE_TASKS_RUNNING_MAX];
+
+/*
+ * queue.move_tasks_per_role: of one role's RUNNING tasks, the oldest this
+ * many are advanced; its others wait (RUNNING, nothing moved) until those
+ * end.  The worker takes the tasks it advances by turns over the roles
+ * (each role's oldest first, then each role's second, ...), so one role's
+ * many tasks never keep another role's out of the MOVE_TASKS_RUNNING_MAX
+ * it advances.
+ */
+static int	move_tasks_per_role = 10;
 static int	ntasks = 0;
 static int	next_first = 0;		/* where a turn starts: tasks take turns */
 static TimestampTz refreshed_at = 0;
@@ -222,13 +238,17 @@ refresh(MemoryContext cxt)
 	PushActiveSnapshot(GetTransactionSnapshot());
 	if (tasks_table_ready())
 	{
-		Datum		v[1] = {Int32GetDatum(MOVE_TASKS_RUNNING_MAX)};
-		Oid			types[1] = {INT4OID};
+		Datum		v[2] = {Int32GetDatum(MOVE_TASKS_RUNNING_MAX), Int32GetDatum(move_tasks_per_role)};
+		Oid			types[2] = {INT4OID, INT4OID};
 
+		/* by turns over the roles, at most $2 of each (move_tasks_per_role) */
 		if (plan_running == NULL)
-			plan_running = keep("SELECT t.task_handle, t.max_per_second FROM queue._move_tasks t"
-								" WHERE t.status OPERATOR(pg_catalog.=) 'RUNNING'"
-								" ORDER BY t.started_at LIMIT $1", 1, types);
+			plan_running = keep("SELECT t.task_handle, t.max_per_second FROM"
+								" (SELECT r.task_handle, r.max_per_second, r.started_at,"
+								" pg_catalog.row_number() OVER (PARTITION BY r.role ORDER BY r.started_at) AS turn"
+								" FROM queue._move_tasks r WHERE r.status OPERATOR(pg_catalog.=) 'RUNNING') t"
+								" WHERE t.turn OPERATOR(pg_catalog.<=) $2"
+								" ORDER BY t.turn, t.started_at LIMIT $1", 2, types);
 		if (SPI_execute_plan(plan_running, v, NULL, true, 0) != SPI_OK_SELECT)
 			elog(ERROR, "move task: could not read the running tasks");
 		for (uint64 r = 0; r < SPI_processed && ntasks < MOVE_TASKS_RUNNING_MAX; r++)
@@ -542,4 +562,17 @@ queue_move_tasks_advance(MemoryContext cxt)
 		if (next == 0 || tasks[i].due < next)
 			next = tasks[i].due;
 	return next;
+}
+
+/* From _PG_init: queue.move_tasks_per_role. */
+void
+queue_move_task_init(void)
+{
+	DefineCustomIntVariable("queue.move_tasks_per_role",
+							"Message move tasks of one role the queue worker advances at once.",
+							"A role's RUNNING tasks beyond this many (the newest) wait until its older ones end.",
+							&move_tasks_per_role,
+							10, 1, MOVE_TASKS_RUNNING_MAX,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
 }

@@ -31,6 +31,7 @@
 
 /* move_task.c */
 extern TimestampTz queue_move_tasks_advance(MemoryContext cxt);
+extern void queue_move_task_init(void);
 
 /* vacuum.c */
 extern void queue_vacuum_shared_if_churned(void);

@@ -6,6 +6,9 @@
 # stops it; a task survives a crash and restart with every message moved
 # exactly once; tasks are keyed by the queue's id.  The client is
 # test/t/sqs/move_tasks_client.py (one assertion per "ok" line it prints).
+# One role's 100 slow tasks do not starve another role's: the worker takes
+# tasks by turns over the roles, at most queue.move_tasks_per_role of one
+# (issue 48).
 use strict;
 use warnings;
 
@@ -195,6 +198,30 @@ ok($node->poll_query_until('postgres',
 sql('ALTER ROLE other LOGIN');
 ($left4, $in4) = split / /, counts_of('mv_dlq4', 'mv_dest4');
 is($left4 + $in4, 1000, 'failed: no message lost or doubled');
+
+# one role's 100 slow tasks and another role's task (issue 48): the worker
+# takes the tasks by turns over the roles, at most queue.move_tasks_per_role
+# (10) of one role, so the other's completes within seconds
+sql(q(
+SET ROLE mover;
+SELECT count(queue.create('sv_dlq' || i, dedicated => false)) FROM generate_series(0, 99) i;
+SELECT count(queue.create('sv_src' || i, dead_letter_queue => 'sv_dlq' || i, max_receive_count => 1, dedicated => false))
+	FROM generate_series(0, 99) i;
+SELECT count(*) FROM generate_series(0, 99) i,
+	queue.send_batch('sv_dlq' || i, ARRAY(SELECT 'm' || j FROM generate_series(1, 50) j));
+SELECT queue.create('sv_dest', dedicated => false);
+RESET ROLE;
+SET ROLE other;
+SELECT queue.create('sv_odlq');
+SELECT queue.create('sv_osrc', dead_letter_queue => 'sv_odlq', max_receive_count => 1);
+SELECT queue.create('sv_odest');
+SELECT count(*) FROM queue.send_batch('sv_odlq', ARRAY(SELECT 'o' || j FROM generate_series(1, 10) j));
+));
+$v = phase('starve');
+is(sql(q(SELECT count(*) || ' ' || count(DISTINCT body) FROM queue.peek('sv_odest', 100))), '10 10',
+	'the other role\'s messages all moved');
+ok($node->poll_query_until('postgres', q(SELECT count(*) = 0 FROM queue._move_tasks WHERE status = 'RUNNING')),
+	'the first role\'s tasks are cancelled');
 
 # tasks are keyed by the queue's id: a dropped queue's go with it, and a
 # new queue of the same name has none

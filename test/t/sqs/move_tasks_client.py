@@ -244,6 +244,35 @@ def phase_revoked_end():
           t.get('Status') == 'FAILED' and 'permission denied' in t.get('FailureReason', ''), raw)
 
 
-{'big': phase_big, 'rate': phase_rate, 'restart_start': phase_restart_start,
+def phase_starve():
+    """One role's 100 slow tasks (1 message a second each) do not keep
+    another role's task from running: it completes within seconds."""
+    started = 0
+    for i in range(100):
+        st, r, _ = call('mover', 'StartMessageMoveTask', {
+            'SourceArn': arn('sv_dlq%d' % i), 'DestinationArn': arn('sv_dest'),
+            'MaxNumberOfMessagesPerSecond': 1})
+        started += st == 200
+    check('one role started 100 slow tasks', started == 100, started)
+    t0 = time.monotonic()
+    st, r, _ = call('other', 'StartMessageMoveTask', {
+        'SourceArn': arn('sv_odlq'), 'DestinationArn': arn('sv_odest')})
+    check('another role started its task', st == 200, (st, r))
+    took = None
+    while time.monotonic() - t0 < 30:
+        _, res, _ = tasks('other', 'sv_odlq', 1)
+        if res and res[0].get('Status') == 'COMPLETED':
+            took = time.monotonic() - t0
+            break
+        time.sleep(0.1)
+    value('other_completed_s', 'never in 30 s' if took is None else '%.2f' % took)
+    check('... and it completed within 5 s beside them', took is not None and took < 5, took)
+    for i in range(100):
+        _, res, _ = tasks('mover', 'sv_dlq%d' % i, 1)
+        if res and res[0].get('Status') == 'RUNNING':
+            call('mover', 'CancelMessageMoveTask', {'TaskHandle': res[0]['TaskHandle']})
+
+
+{'big': phase_big, 'starve': phase_starve, 'rate': phase_rate, 'restart_start': phase_restart_start,
  'restart_end': phase_restart_end, 'recreated': phase_recreated,
  'revoked_start': phase_revoked_start, 'revoked_end': phase_revoked_end}[PHASE]()
