@@ -55,6 +55,19 @@ static const struct config_enum_entry storage_options[] = {
 	{NULL, 0, false}
 };
 
+/*
+ * What the worker may do beyond PostgreSQL's own vacuum while a transaction
+ * holds the horizon back (worker/horizon.c): auto (recycle and compact only
+ * while no snapshot could see what goes, nor a standby read it),
+ * ignore_standbys (the same, standbys not counted), off (vacuum only).
+ */
+static const struct config_enum_entry maintenance_options[] = {
+	{"auto", QUEUE_MAINTENANCE_AUTO, false},
+	{"ignore_standbys", QUEUE_MAINTENANCE_IGNORE_STANDBYS, false},
+	{"off", QUEUE_MAINTENANCE_OFF, false},
+	{NULL, 0, false}
+};
+
 void		_PG_init(void);
 
 PG_FUNCTION_INFO_V1(queue_preloaded_sql);
@@ -82,6 +95,16 @@ _PG_init(void)
 							 &queue_default_storage,
 							 0, storage_options,
 							 PGC_USERSET, 0,
+							 NULL, NULL, NULL);
+	DefineCustomEnumVariable("queue.storage_maintenance",
+							 "What the queue worker does beyond vacuum while the horizon is held back: "
+							 "auto, ignore_standbys or off.",
+							 "auto: recycle and compact queue tables only while no snapshot could see the "
+							 "versions removed and no standby is connected; ignore_standbys: standbys not "
+							 "counted; off: plain vacuum only.",
+							 &queue_storage_maintenance,
+							 QUEUE_MAINTENANCE_AUTO, maintenance_options,
+							 PGC_SIGHUP, 0,
 							 NULL, NULL, NULL);
 	DefineCustomIntVariable("queue.plan_cache_queues",
 							"Queues a backend keeps prepared statements for (0: every queue it uses).",

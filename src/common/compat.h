@@ -2,7 +2,7 @@
  *
  * compat.h
  *	  What differs between the PostgreSQL major versions the extension
- *	  builds against (15, 17 and 18; 16 is expected to work, untested).
+ *	  builds against (15 to 18, and 19's beta).
  *	  Every PG_VERSION_NUM test of src/ is here.
  *
  * Included by common/queue_common.h, so by every file after postgres.h.
@@ -49,6 +49,36 @@ typedef char QueueB64Byte;
 #else
 #define queue_index_beginscan(heap, index, snap, nkeys, norderbys) \
 	index_beginscan((heap), (index), (snap), (nkeys), (norderbys))
+#endif
+
+/*
+ * The cumulative statistics' live and dead rows of a table
+ * (PgStat_StatTabEntry): n_live_tuples and n_dead_tuples until 15.
+ */
+#if PG_VERSION_NUM >= 160000
+#define QUEUE_STAT_LIVE(st)	((st)->live_tuples)
+#define QUEUE_STAT_DEAD(st)	((st)->dead_tuples)
+#else
+#define QUEUE_STAT_LIVE(st)	((st)->n_live_tuples)
+#define QUEUE_STAT_DEAD(st)	((st)->n_dead_tuples)
+#endif
+
+/* pgstat_report_vacuum takes the vacuum's start time from 18. */
+#if PG_VERSION_NUM >= 180000
+#define queue_pgstat_report_vacuum(relid, shared, live, start) \
+	pgstat_report_vacuum((relid), (shared), (live), 0, (start))
+#else
+#define queue_pgstat_report_vacuum(relid, shared, live, start) \
+	pgstat_report_vacuum((relid), (shared), (live), 0)
+#endif
+
+/* ExecuteTruncateGuts takes run_as_table_owner from 16 (false here). */
+#if PG_VERSION_NUM >= 160000
+#define queue_truncate_guts(rels, relids) \
+	ExecuteTruncateGuts((rels), (relids), NIL, DROP_RESTRICT, false, false)
+#else
+#define queue_truncate_guts(rels, relids) \
+	ExecuteTruncateGuts((rels), (relids), NIL, DROP_RESTRICT, false)
 #endif
 
 /* Ownership of a database: object_ownercheck from 16. */

@@ -9,8 +9,13 @@
  *	  sweep.c     one queue's sweep: expiry, windows, dead letters, reclaim
  *	  move_task.c the SQS endpoint's message move tasks, in slices
  *	  vacuum.c    vacuums of queues' tables after churn, and their
- *	              recycling and compaction while a snapshot holds vacuum
+ *	              recycling (truncation) while a transaction holds vacuum
  *	              back
+ *	  compact.c   the rewrite of a queue table that does not empty while
+ *	              a transaction holds vacuum back
+ *	  horizon.c   who holds the horizon: whether any snapshot (here, on
+ *	              a standby, exported) could see what recycling and
+ *	              compaction remove (the rule both obey), and their budget
  *
  * May call: push/ (the consumers' tending), lease/, fifo/, state/, access/, storage/,
  *	  common/.  Nothing here includes or calls a folder above
@@ -28,10 +33,39 @@
 #define QUEUE_WORKER_H
 
 #include "storage/queue_storage.h"
+#include "utils/relcache.h"
 
 /* move_task.c */
 extern TimestampTz queue_move_tasks_advance(MemoryContext cxt);
 extern void queue_move_task_init(void);
+
+/* horizon.c: queue.storage_maintenance's values */
+#define QUEUE_MAINTENANCE_AUTO				0
+#define QUEUE_MAINTENANCE_IGNORE_STANDBYS	1
+#define QUEUE_MAINTENANCE_OFF				2
+extern int	queue_storage_maintenance;
+
+#define QUEUE_RECYCLE_MIN_BLOCKS	8	/* 64 kB: below, left to vacuum */
+#define QUEUE_RECYCLE_MAX_BLOCKS	16384	/* 128 MB: the most read under the lock */
+#define QUEUE_RECYCLE_LAG_XIDS		1000	/* the horizon this far behind */
+#define QUEUE_RECYCLE_NAP_US		2000	/* between two tries */
+#define QUEUE_RECYCLE_BUDGET_US		100000	/* of the worker's every second */
+#define QUEUE_COMPACT_LOCK_MS		250 /* a rewrite's exclusive lock, at most */
+
+/* Time the worker has for recycling or compaction (one each). */
+typedef struct QueueBudget
+{
+	TimestampTz since;
+	int64		spent;
+} QueueBudget;
+
+extern bool queue_horizon_lags(Relation rel);
+extern const char *queue_snapshots_unsafe(bool *transient);
+extern bool queue_budget_left(QueueBudget *b, TimestampTz now);
+
+/* compact.c */
+extern void queue_compact_if_dead(int64 queue_id, bool fifo);
+extern void queue_compact_shared_if_dead(void);
 
 /* vacuum.c */
 extern void queue_vacuum_shared_if_churned(void);
@@ -41,9 +75,6 @@ extern void queue_recycle_if_empty(int64 queue_id, bool fifo, TimestampTz *due);
 extern void queue_recycle_shared_if_empty(const int64 *ids, int n, bool fifo);
 extern void queue_recycle_pending_pass(void);
 extern void queue_recycle_forget(int64 queue_id);
-extern void queue_compact_if_dead(int64 queue_id, bool fifo);
-extern void queue_compact_shared_if_dead(void);
-
 /* sweep.c: the worker's work on each queue, pass after pass */
 typedef struct SweptQueue
 {

@@ -104,17 +104,12 @@
 #define QUEUE_VACUUM_MIN_CHURN	1000
 #define QUEUE_VACUUM_MAX_CHURN	10000
 
-#define QUEUE_RECYCLE_MIN_BLOCKS	8	/* 64 kB: below, left to vacuum */
-#define QUEUE_RECYCLE_MAX_BLOCKS	16384	/* 128 MB: the most read under the lock */
-#define QUEUE_RECYCLE_LAG_XIDS		1000	/* the horizon this far behind */
 #define QUEUE_RECYCLE_NEAR_EMPTY	100	/* held by the counters: worth waiting for 0 */
-#define QUEUE_RECYCLE_TRIES			25	/* tries a pass, ... */
-#define QUEUE_RECYCLE_NAP_US		2000	/* ... this far apart */
+#define QUEUE_RECYCLE_TRIES			25	/* tries a pass, QUEUE_RECYCLE_NAP_US apart */
 #define QUEUE_RECYCLE_NEAR_BLOCKS	64	/* a live row further from the end: no
 										 * more tries this pass, ... */
 #define QUEUE_RECYCLE_FAR_BLOCKS	1024	/* ... and this far: back off */
 #define QUEUE_RECYCLE_BACKOFF		(30 * USECS_PER_SEC)
-#define QUEUE_RECYCLE_BUDGET_US		100000	/* of the worker's every second */
 
 
 /*
@@ -314,27 +309,11 @@ recycle_locked(Relation rel, BlockNumber nblocks)
 
 	CheckTableNotInUse(rel, "TRUNCATE");
 	PushActiveSnapshot(GetTransactionSnapshot());
-	ExecuteTruncateGuts(list_make1(rel), list_make1_oid(RelationGetRelid(rel)), NIL,
-						DROP_RESTRICT, false);
+	queue_truncate_guts(list_make1(rel), list_make1_oid(RelationGetRelid(rel)));
 	PopActiveSnapshot();
 	elog(DEBUG1, "queue worker recycled table %s (%u blocks)", RelationGetRelationName(rel),
 		 nblocks);
 	return RECYCLE_DONE;
-}
-
-/*
- * Whether the horizon of rel's rows (NULL: of every database's) lags
- * QUEUE_RECYCLE_LAG_XIDS or more behind the next transaction id: vacuum
- * cannot remove what changed since.
- */
-static bool
-horizon_lags(Relation rel)
-{
-	TransactionId horizon = GetOldestNonRemovableTransactionId(rel);
-	TransactionId next = XidFromFullTransactionId(ReadNextFullTransactionId());
-
-	return TransactionIdIsNormal(horizon) &&
-		(int32) (next - horizon) >= QUEUE_RECYCLE_LAG_XIDS;
 }
 
 /*
@@ -347,7 +326,7 @@ recycle_due(Relation rel, BlockNumber nblocks)
 {
 	return rel->rd_rel->relkind == RELKIND_RELATION && !rel->rd_rel->relhastriggers &&
 		nblocks >= QUEUE_RECYCLE_MIN_BLOCKS && nblocks <= QUEUE_RECYCLE_MAX_BLOCKS &&
-		!queue_citus_manages(rel) && horizon_lags(rel);
+		!queue_citus_manages(rel) && queue_horizon_lags(rel);
 }
 
 /*
@@ -367,20 +346,37 @@ recycle_try(char kind, int64 queue_id, const char *shared_name, bool lock)
 	rel = OidIsValid(relid) ? try_relation_open(relid, AccessShareLock) : NULL;
 	if (rel != NULL)
 	{
+		bool		transient;
+		const char *why;
+
 		if (recycle_due(rel, RelationGetNumberOfBlocks(rel)))
 		{
-			res = RECYCLE_BUSY;
+			/*
+			 * Only while no snapshot could see the rows that go (horizon.c);
+			 * a backend's may be a statement's, gone in a moment: busy.
+			 */
+			why = queue_snapshots_unsafe(&transient);
+			res = why == NULL || transient ? RECYCLE_BUSY : RECYCLE_NOT_DUE;
 
 			/*
 			 * Taking the lock reads the invalidations that came meanwhile,
-			 * so rel is current: a trigger made since is seen.
+			 * so rel is current: a trigger made since is seen.  The rule is
+			 * read again under it: what it says then is what holds.
 			 */
-			if (lock && ConditionalLockRelationOid(relid, AccessExclusiveLock))
+			if (lock && why == NULL && ConditionalLockRelationOid(relid, AccessExclusiveLock))
 			{
 				BlockNumber nblocks = RelationGetNumberOfBlocks(rel);
 
-				res = recycle_due(rel, nblocks) ? recycle_locked(rel, nblocks) : RECYCLE_NOT_DUE;
+				if ((why = queue_snapshots_unsafe(&transient)) != NULL)
+				{
+					UnlockRelationOid(relid, AccessExclusiveLock);
+					res = transient ? RECYCLE_BUSY : RECYCLE_NOT_DUE;
+				}
+				else
+					res = recycle_due(rel, nblocks) ? recycle_locked(rel, nblocks) : RECYCLE_NOT_DUE;
 			}
+			if (why != NULL)
+				elog(DEBUG2, "queue worker left table %s: %s", RelationGetRelationName(rel), why);
 		}
 		table_close(rel, NoLock);
 	}
@@ -410,39 +406,8 @@ held_upto(const int64 *ids, int n, int64 limit)
 	return Min(held, limit);
 }
 
-/*
- * The worker's time for recycling, QUEUE_RECYCLE_BUDGET_US of every
- * second at most, so that many busy queues under a held snapshot do not
- * delay its other work.
- */
-typedef struct Budget
-{
-	TimestampTz since;
-	int64		spent;
-} Budget;
-
-static Budget recycle_budget;
-static Budget compact_budget;	/* a budget of its own: recycling's tries
-								 * use theirs up every second while a
-								 * snapshot is held */
-
-/*
- * Each second that passed grants QUEUE_RECYCLE_BUDGET_US again: time spent
- * past the budget (a long compaction) is carried over, so it defers what
- * follows.  Whether any is left.
- */
-static bool
-budget_left(Budget *b, TimestampTz now)
-{
-	if (now - b->since >= USECS_PER_SEC)
-	{
-		int64		grant = (now - b->since) / USECS_PER_SEC * QUEUE_RECYCLE_BUDGET_US;
-
-		b->since = now;
-		b->spent = Max(b->spent - grant, 0);
-	}
-	return b->spent < QUEUE_RECYCLE_BUDGET_US;
-}
+/* The worker's time for recycling (horizon.c's budget). */
+static QueueBudget recycle_budget;
 
 /*
  * The tries of a pass on the tables of kinds (q: messages, g: groups) of
@@ -471,7 +436,7 @@ recycle_tables(const int64 *ids, int n, const char *kinds, const char *const *sh
 							  false) == RECYCLE_NOT_DUE;
 	if (done[0] && (ntables == 1 || done[1]))
 		return true;
-	for (int t = 0; t < tries && budget_left(&recycle_budget, start); t++)
+	for (int t = 0; t < tries && queue_budget_left(&recycle_budget, start); t++)
 	{
 		bool		left = false;
 		int64		held;
@@ -613,326 +578,3 @@ queue_recycle_shared_if_empty(const int64 *ids, int n, bool fifo)
 	recycle_tables(ids, n, fifo ? "qg" : "q", fifo ? fifo_names : std_names, &due[fifo ? 1 : 0]);
 }
 
-
-/*
- * Compaction: while the horizon lags, a table that holds live rows (a
- * queue with a backlog, the deduplication ids of a window, the receive
- * attempts) never empties, so recycling never comes; its dead versions
- * pile up as they do without it.  Once a table's dead rows (by the
- * cumulative statistics, since its last vacuum or compaction) reach both
- * QUEUE_COMPACT_MIN_DEAD and half its live rows, the worker takes its
- * exclusive lock without waiting for it and rewrites it as VACUUM FULL
- * does, but keeping only the versions the latest snapshot can see: under
- * the lock no transaction that changed the table is in progress, so every
- * version a committed transaction deleted or replaced goes, whatever the
- * held snapshot.  The table keeps its OID and its indexes' (they are
- * rebuilt), rows keep their inserting transaction, and the statistics
- * record it as a vacuum.  Invariants, besides recycling's (nothing live
- * removed; an older snapshot that reads the table afterwards misses the
- * versions deleted before, as after a table rewrite: the PostgreSQL
- * documentation's MVCC caveat; no logical decoding record; Citus's
- * tables left alone):
- *	  - User code never runs: a table with any trigger or rule, an index
- *	    whose operator classes, expressions or predicate are not all
- *	    PostgreSQL's own, or not of the heap access method, is never
- *	    compacted (checked again under the lock, which CREATE TRIGGER and
- *	    CREATE INDEX cannot pass); no constraint is checked
- *	    and no default evaluated (rows are copied, not made); the rebuilt
- *	    indexes are built as their table's owner (PostgreSQL's own rule).
- *	  - The cost is bounded: a table of more than QUEUE_RECYCLE_MAX_BLOCKS
- *	    or QUEUE_COMPACT_MAX_LIVE live rows is left to vacuum; the queue's
- *	    senders and receivers wait for the rewrite (2 to 3 ms per
- *	    thousand live rows here: 151,000 deduplication ids took 435 ms);
- *	    its time is taken from
- *	    a budget of QUEUE_RECYCLE_BUDGET_US a second (recycling has one of
- *	    its own), carried over: one long rewrite defers the next ones.  A
- *	    table is compacted when its dead rows reach half its live ones, so
- *	    it stays within 1.5 times its live rows (and
- *	    QUEUE_COMPACT_MIN_DEAD), and the work is one copy of each live row
- *	    per half a live row's worth of changes.  The lock is tried
- *	    QUEUE_COMPACT_TRIES times QUEUE_RECYCLE_NAP_US apart (50 ms at
- *	    most, from the same budget): a table that every send and receive
- *	    of many queues opens is rarely free at one given moment (the
- *	    10-minute bench's shared group table, tried once a pass, was never
- *	    compacted and grew to 17.7 MB for 510 rows); meanwhile the worker
- *	    holds the table's share lock, which delays a statement that needs
- *	    its exclusive one (a queue's drop) by as much at most.
- */
-#define QUEUE_COMPACT_MIN_DEAD		10000
-#define QUEUE_COMPACT_MAX_LIVE		300000
-#define QUEUE_COMPACT_TRIES			25	/* at the lock, QUEUE_RECYCLE_NAP_US apart */
-
-/* A function of the database's, not PostgreSQL's own. */
-static bool
-user_function(Oid func_id, void *context)
-{
-	return func_id >= FirstNormalObjectId;
-}
-
-static bool
-user_function_walker(Node *node, void *context)
-{
-	if (node == NULL)
-		return false;
-	if (check_functions_in_node(node, user_function, context))
-		return true;
-	return expression_tree_walker(node, user_function_walker, context);
-}
-
-/* Whether an index's expressions or predicate (a pg_index column) call one. */
-static bool
-index_calls_user_code(HeapTuple tup, AttrNumber attnum)
-{
-	bool		isnull;
-	Datum		d = SysCacheGetAttr(INDEXRELID, tup, attnum, &isnull);
-
-	return !isnull && user_function_walker(stringToNode(TextDatumGetCString(d)), NULL);
-}
-
-/*
- * Whether rel may be rewritten without running anything but PostgreSQL's
- * own code: a plain heap table without triggers or rules, not Citus's,
- * whose indexes use PostgreSQL's own operator classes and whose
- * expressions and predicates (the fair queues' index has one: IS NOT
- * NULL) call only PostgreSQL's own functions and operators.
- */
-static bool
-compact_safe(Relation rel)
-{
-	List	   *indexes;
-	ListCell   *lc;
-	bool		safe = true;
-
-	if (rel->rd_rel->relkind != RELKIND_RELATION || rel->rd_rel->relam != HEAP_TABLE_AM_OID ||
-		rel->rd_rel->relhastriggers || rel->rd_rel->relhasrules || queue_citus_manages(rel))
-		return false;
-	indexes = RelationGetIndexList(rel);
-	foreach(lc, indexes)
-	{
-		HeapTuple	tup = SearchSysCache1(INDEXRELID, ObjectIdGetDatum(lfirst_oid(lc)));
-		bool		isnull;
-		oidvector  *classes;
-
-		if (!HeapTupleIsValid(tup))
-		{
-			safe = false;
-			break;
-		}
-		classes = (oidvector *) DatumGetPointer(SysCacheGetAttr(INDEXRELID, tup,
-																 Anum_pg_index_indclass, &isnull));
-		for (int k = 0; !isnull && k < classes->dim1; k++)
-			if (classes->values[k] >= FirstNormalObjectId)
-				safe = false;
-		if (isnull || index_calls_user_code(tup, Anum_pg_index_indexprs) ||
-			index_calls_user_code(tup, Anum_pg_index_indpred))
-			safe = false;
-		ReleaseSysCache(tup);
-		if (!safe)
-			break;
-	}
-	list_free(indexes);
-	return safe;
-}
-
-/*
- * Under relid's exclusive lock (rel closed, the lock kept): rewrite it
- * with the versions the latest snapshot sees, as cluster.c's VACUUM FULL
- * does with its horizon.
- */
-static void
-compact_locked(Oid relid)
-{
-	Relation	rel = table_open(relid, AccessExclusiveLock);
-	Oid			tablespace = rel->rd_rel->reltablespace;
-	char		persistence = rel->rd_rel->relpersistence;
-	TransactionId frozen = rel->rd_rel->relfrozenxid;
-	MultiXactId minmulti = rel->rd_rel->relminmxid;
-	TransactionId oldest;
-	Oid			newrelid;
-	Relation	newrel;
-	double		kept = 0;
-	double		removed = 0;
-	double		recent = 0;
-	TimestampTz start = GetCurrentTimestamp();
-
-	CheckTableNotInUse(rel, "VACUUM");
-	TransferPredicateLocksToHeapRelation(rel);
-
-	/*
-	 * A snapshot, as a utility statement has: a parallel index build takes
-	 * the transaction's (and may not take the first one in parallel mode).
-	 */
-	PushActiveSnapshot(GetTransactionSnapshot());
-	newrelid = make_new_heap(relid, tablespace, rel->rd_rel->relam, persistence,
-							 AccessExclusiveLock);
-	newrel = table_open(newrelid, AccessExclusiveLock);
-	if (OidIsValid(rel->rd_rel->reltoastrelid))
-		LockRelationOid(rel->rd_rel->reltoastrelid, AccessExclusiveLock);
-
-	/*
-	 * Every transaction that changed the table has ended (the lock), so
-	 * the next transaction id is a horizon that keeps exactly what the
-	 * latest snapshot sees.  Freeze nothing: the cut-offs are the table's
-	 * own, so rows keep the transaction that inserted them and a snapshot
-	 * older than that still does not see them.  Toasted values are copied
-	 * into the new table's toast table (it gets no pointer to the old
-	 * one's), which goes with the old table.
-	 */
-	oldest = XidFromFullTransactionId(ReadNextFullTransactionId());
-	table_relation_copy_for_cluster(rel, newrel, NULL, false, oldest, &frozen, &minmulti,
-									&kept, &removed, &recent);
-	table_close(newrel, NoLock);
-	table_close(rel, NoLock);
-	finish_heap_swap(relid, newrelid, false, false, false, true, frozen, minmulti, persistence);
-	PopActiveSnapshot();
-	pgstat_report_vacuum(relid, false, (PgStat_Counter) kept, 0);
-	elog(DEBUG1, "queue worker compacted table %u: %.0f rows kept, %.0f removed, %.1f ms",
-		 relid, kept, removed, (GetCurrentTimestamp() - start) / 1000.0);
-}
-
-/* One try at relid, in the caller's transaction. */
-static void
-compact_try(Oid relid)
-{
-	Relation	rel = try_relation_open(relid, AccessShareLock);
-	PgStat_StatTabEntry *st;
-	BlockNumber nblocks;
-
-	if (rel == NULL)
-		return;
-	nblocks = RelationGetNumberOfBlocks(rel);
-	st = pgstat_fetch_stat_tabentry(relid);
-	if (st == NULL || nblocks < QUEUE_RECYCLE_MIN_BLOCKS || nblocks > QUEUE_RECYCLE_MAX_BLOCKS ||
-		st->n_dead_tuples < QUEUE_COMPACT_MIN_DEAD || st->n_dead_tuples < st->n_live_tuples / 2 ||
-		st->n_live_tuples > QUEUE_COMPACT_MAX_LIVE || !horizon_lags(rel) || !compact_safe(rel))
-	{
-		elog(DEBUG2, "queue worker left table %s: %u blocks, dead %lld, live %lld",
-			 RelationGetRelationName(rel), nblocks,
-			 st ? (long long) st->n_dead_tuples : -1LL, st ? (long long) st->n_live_tuples : -1LL);
-		table_close(rel, AccessShareLock);
-		return;
-	}
-
-	/*
-	 * A busy table's lock is free only between its statements (the shared
-	 * group table of FIFO queues is opened by every send, receive and
-	 * delete of each of them), so try it a few times a little apart.
-	 * Taking the lock reads the invalidations that came meanwhile, so rel
-	 * is current when it is checked again.
-	 */
-	for (int t = 0; !ConditionalLockRelationOid(relid, AccessExclusiveLock); t++)
-	{
-		if (t + 1 >= QUEUE_COMPACT_TRIES)
-		{
-			elog(DEBUG2, "queue worker left table %s: its lock was taken",
-				 RelationGetRelationName(rel));
-			table_close(rel, AccessShareLock);
-			return;
-		}
-		pg_usleep(QUEUE_RECYCLE_NAP_US);
-		CHECK_FOR_INTERRUPTS();
-	}
-	if (!compact_safe(rel) || RelationGetNumberOfBlocks(rel) > QUEUE_RECYCLE_MAX_BLOCKS)
-	{
-		table_close(rel, AccessShareLock);
-		return;
-	}
-	table_close(rel, NoLock);
-	compact_locked(relid);
-}
-
-/*
- * Try each table of relids (InvalidOid: none), each in a transaction of
- * its own, while the budget lasts.
- */
-static void
-compact_tables(const Oid *relids, int n)
-{
-	for (int i = 0; i < n; i++)
-	{
-		TimestampTz start = GetCurrentTimestamp();
-
-		if (!budget_left(&compact_budget, start))
-		{
-			elog(DEBUG2, "queue worker compaction budget spent");
-			return;
-		}
-		if (!OidIsValid(relids[i]))
-			continue;
-		/* a failed rewrite (say, no disk left) costs its time too */
-		PG_TRY();
-		{
-			StartTransactionCommand();
-			compact_try(relids[i]);
-			CommitTransactionCommand();
-		}
-		PG_FINALLY();
-		{
-			compact_budget.spent += GetCurrentTimestamp() - start;
-		}
-		PG_END_TRY();
-		CHECK_FOR_INTERRUPTS();
-	}
-}
-
-/*
- * Whether the horizon lags at all (the shared one, which no table's is
- * ahead of), looked at once every 100 ms at most, before any table is
- * opened: while it is current, compaction costs a visited queue that.
- */
-static bool
-any_horizon_lags(void)
-{
-	static TimestampTz looked_at;
-	static bool lags;
-	TimestampTz now = GetCurrentTimestamp();
-
-	if (now - looked_at >= 100 * 1000 || now < looked_at)
-	{
-		lags = horizon_lags(NULL);
-		looked_at = now;
-	}
-	return lags;
-}
-
-/*
- * Called by the worker for a dedicated queue it visits, outside any
- * transaction: compact its tables that are due (above).  Errors are the
- * caller's to catch.
- */
-void
-queue_compact_if_dead(int64 queue_id, bool fifo)
-{
-	static const char kinds[4] = {'q', 'g', 'd', 'a'};
-	Oid			relids[4];
-	int			n = 0;
-
-	if (!any_horizon_lags())
-		return;
-	StartTransactionCommand();
-	for (int k = 0; k < 4; k++)
-		if (fifo || kinds[k] != 'g')
-			relids[n++] = queue_table_relid(queue_id, kinds[k]);
-	CommitTransactionCommand();
-	compact_tables(relids, n);
-}
-
-/*
- * Once a pass, outside any transaction: compact the shared tables that are
- * due.  Errors are the caller's to catch.
- */
-void
-queue_compact_shared_if_dead(void)
-{
-	static const char *const names[5] = {"messages", "fifo_messages", "groups", "dedup_ids",
-	"receive_attempts"};
-	Oid			relids[5];
-
-	if (!any_horizon_lags())
-		return;
-	StartTransactionCommand();
-	for (int t = 0; t < 5; t++)
-		relids[t] = queue_data_relid(names[t]);
-	CommitTransactionCommand();
-	compact_tables(relids, 5);
-}

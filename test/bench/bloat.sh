@@ -9,8 +9,13 @@
 # transaction, 2 clients), BLOAT_CONSUMERS consumers (bloat_consumer.py)
 # receiving up to BLOAT_BATCH and deleting what came as fast as they can
 # (a receive that got nothing waits 2 ms), for three phases: BLOAT_CLEAN s
-# clean, BLOAT_HELD s with one REPEATABLE READ transaction held open (its
-# snapshot taken at the phase's start), BLOAT_AFTER s after it ended.
+# clean, BLOAT_HELD s with one transaction holding the horizon back (taken
+# at the phase's start), BLOAT_AFTER s after it ended.  The holder, each of
+# BLOAT_HOLDERS in turn (issue 47: the worker recycles and compacts only
+# under a holder without a snapshot): reader, a REPEATABLE READ
+# transaction with its snapshot taken (the worker must fall back to plain
+# vacuum); writer, a READ COMMITTED transaction idle after taking a
+# transaction id; prepared, a prepared transaction.
 # Autovacuum and the queue worker at their defaults.
 #
 # Systems (BLOAT_SYSTEMS): floor (the hand-written SKIP LOCKED queue of
@@ -28,7 +33,8 @@
 # "-"), heap blocks touched per received message (heap_blks_hit + read of
 # the system's tables, receives and deletes both) and WAL bytes per
 # message consumed.  Printed, never asserted: BENCH lines
-# bloat_<system>_<phase>_<figure>.
+# bloat_<system>_<phase>_<figure> (the reader) and
+# bloat_<system>_<holder>_<phase>_<figure> (the others).
 
 BLOAT_CLEAN=${BLOAT_CLEAN:-60}
 BLOAT_HELD=${BLOAT_HELD:-120}
@@ -37,6 +43,7 @@ BLOAT_RATE=${BLOAT_RATE:-500}
 BLOAT_CONSUMERS=${BLOAT_CONSUMERS:-4}
 BLOAT_BATCH=${BLOAT_BATCH:-10}
 BLOAT_SYSTEMS=${BLOAT_SYSTEMS:-"floor std_shared std_dedicated fifo_shared fifo_dedicated pgmq"}
+BLOAT_HOLDERS=${BLOAT_HOLDERS:-"reader writer prepared"}
 
 # The relations of a system: every table of queue_data and public (each
 # system starts on fresh or vacuumed ones, and only its own take rows).
@@ -143,9 +150,25 @@ bloat_stats() {
 		}'
 }
 
+# bloat_hold HOLDER SECONDS: hold the horizon back that long (in the background)
+bloat_hold() {
+	case $1 in
+	reader)
+		"${PSQL[@]}" -c "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM pg_class; SELECT pg_sleep($2); COMMIT;" ;;
+	writer)
+		# idle in transaction: no statement runs (a running one holds a snapshot)
+		{ echo "BEGIN; SELECT pg_catalog.txid_current();"; sleep "$2"; echo "COMMIT;"; } | "${PSQL[@]}" ;;
+	prepared)
+		"${PSQL[@]}" -c "BEGIN; SELECT pg_catalog.txid_current(); PREPARE TRANSACTION 'bloat_held';" &&
+			sleep "$2" && "${PSQL[@]}" -c "COMMIT PREPARED 'bloat_held'" ;;
+	esac
+}
+
 bloat_system() {
-	local sys=$1 total t0 t1 t2 t3 holder consumers=() producer c phase from to rem d sent
+	local sys=$1 hold=${2:-reader} label total t0 t1 t2 t3 holder consumers=() producer c phase from to rem d sent
 	local -A dead size heap wal idxr idxs sizeq
+	label=$sys
+	[ "$hold" = reader ] || label=${sys}_$hold
 	bloat_reset "$sys"
 	total=$((BLOAT_CLEAN + BLOAT_HELD + BLOAT_AFTER))
 	t0=$(date +%s)
@@ -169,9 +192,8 @@ bloat_system() {
 		clean) to=$t1 ;;
 		held)
 			to=$t2
-			# the holder: a snapshot taken now, kept until the phase ends
-			"${PSQL[@]}" -c "BEGIN ISOLATION LEVEL REPEATABLE READ; SELECT count(*) FROM pg_class; SELECT pg_sleep($BLOAT_HELD); COMMIT;" \
-				>/dev/null 2>&1 &
+			# the holder: taken now, kept until the phase ends
+			bloat_hold "$hold" "$BLOAT_HELD" >/dev/null 2>&1 &
 			holder=$!
 			;;
 		after) to=$t3 ;;
@@ -188,12 +210,12 @@ bloat_system() {
 		read -r _ size[$phase] heap[$phase] wal[$phase] sizeq[$phase] <<<"$(bloat_sample)"
 		read -r idxr[$phase] idxs[$phase] <<<"$(bloat_index_reads "$BLOAT_INDEX")"
 	done
-	wait "$producer" || echo "WARN bloat $sys: the producer failed: $(tail -n 3 "$BENCH_DIR/bloat_producer.log")"
-	for c in "${consumers[@]}"; do wait "$c" || echo "WARN bloat $sys: a consumer failed"; done
+	wait "$producer" || echo "WARN bloat $label: the producer failed: $(tail -n 3 "$BENCH_DIR/bloat_producer.log")"
+	for c in "${consumers[@]}"; do wait "$c" || echo "WARN bloat $label: a consumer failed"; done
 	cat "$BENCH_DIR"/bloat_c*.log | grep -E '^[0-9.]+ [0-9.]+ [0-9]+$' >"$BENCH_DIR/bloat_all.log" || true
 	{ grep -hvE '^[0-9.]+ [0-9.]+ [0-9]+$' "$BENCH_DIR"/bloat_c*.log || true; } | head -n 3 | sed 's/^/  consumer: /'
 	sent=$(sed -n 's/^number of transactions actually processed: \([0-9]*\).*/\1/p' "$BENCH_DIR/bloat_producer.log")
-	echo "  $sys: offered $BLOAT_RATE/s, sent $(fmt "$(awk -v s="${sent:-0}" -v t="$total" 'BEGIN { print s / t }')")/s over ${total}s"
+	echo "  $label: offered $BLOAT_RATE/s, sent $(fmt "$(awk -v s="${sent:-0}" -v t="$total" 'BEGIN { print s / t }')")/s over ${total}s"
 	printf '  %-7s %10s %9s %9s %11s %9s %10s %10s %9s\n' phase consumed/s "recv p50" "recv p99" "dead max" size_MB "idx/recv" "heap/msg" "WAL/msg"
 	local prev=start
 	for phase in clean held after; do
@@ -207,34 +229,38 @@ bloat_system() {
 		wb=$(awk -v a="${wal[$prev]}" -v b="${wal[$phase]}" -v g="$got" 'BEGIN { if (g <= 0) print "-"; else printf "%.0f", (b - a) / g }')
 		printf '  %-7s %10s %9s %9s %11s %9s %10s %10s %9s\n' "$phase" "$rate" "$p50" "$p99" "${dead[$phase]}" \
 			"$(awk -v s="${size[$phase]}" 'BEGIN { printf "%.1f", s / 1048576 }')" "$ir" "$hb" "$wb"
-		echo "BENCH bloat_${sys}_${phase}_consumed $rate msgs/s"
-		echo "BENCH bloat_${sys}_${phase}_receive_p50 $p50 ms"
-		echo "BENCH bloat_${sys}_${phase}_receive_p99 $p99 ms"
-		echo "BENCH bloat_${sys}_${phase}_dead_max ${dead[$phase]} tuples"
-		echo "BENCH bloat_${sys}_${phase}_size ${size[$phase]} bytes"
-		echo "BENCH bloat_${sys}_${phase}_size_without_dedup ${sizeq[$phase]} bytes"
-		echo "BENCH bloat_${sys}_${phase}_index_reads_per_receive $ir entries"
-		echo "BENCH bloat_${sys}_${phase}_heap_blocks_per_message $hb blocks"
-		echo "BENCH bloat_${sys}_${phase}_wal_per_message $wb bytes"
+		echo "BENCH bloat_${label}_${phase}_consumed $rate msgs/s"
+		echo "BENCH bloat_${label}_${phase}_receive_p50 $p50 ms"
+		echo "BENCH bloat_${label}_${phase}_receive_p99 $p99 ms"
+		echo "BENCH bloat_${label}_${phase}_dead_max ${dead[$phase]} tuples"
+		echo "BENCH bloat_${label}_${phase}_size ${size[$phase]} bytes"
+		echo "BENCH bloat_${label}_${phase}_size_without_dedup ${sizeq[$phase]} bytes"
+		echo "BENCH bloat_${label}_${phase}_index_reads_per_receive $ir entries"
+		echo "BENCH bloat_${label}_${phase}_heap_blocks_per_message $hb blocks"
+		echo "BENCH bloat_${label}_${phase}_wal_per_message $wb bytes"
 		prev=$phase
 	done
-	echo "  $sys: size growth held/clean $(ratio "${size[held]}" "${size[clean]}")x" \
+	echo "  $label: size growth held/clean $(ratio "${size[held]}" "${size[clean]}")x" \
 		"($(ratio "${sizeq[held]}" "${sizeq[clean]}")x without the deduplication ids)," \
 		"receive p50 held/clean $(ratio "$(bloat_stats "$BENCH_DIR/bloat_all.log" "$t1" "$t2" | cut -d' ' -f2)" \
-			"$(bloat_stats "$BENCH_DIR/bloat_all.log" "$t0" "$t1" | cut -d' ' -f2)")x"
+			"$(bloat_stats "$BENCH_DIR/bloat_all.log" "$t0" "$t1" | cut -d' ' -f2)")x," \
+		"p99 held/clean $(ratio "$(bloat_stats "$BENCH_DIR/bloat_all.log" "$t1" "$t2" | cut -d' ' -f3)" \
+			"$(bloat_stats "$BENCH_DIR/bloat_all.log" "$t0" "$t1" | cut -d' ' -f3)")x"
 }
 
 bloat_main() {
-	local sys
+	local sys hold
 	echo "== a held snapshot: receive cost and bloat (test/bench/bloat.sh) $(el)"
-	echo "phases: ${BLOAT_CLEAN}s clean, ${BLOAT_HELD}s with a REPEATABLE READ snapshot held, ${BLOAT_AFTER}s after;" \
+	echo "phases: ${BLOAT_CLEAN}s clean, ${BLOAT_HELD}s with the horizon held (holders: $BLOAT_HOLDERS), ${BLOAT_AFTER}s after;" \
 		"$BLOAT_RATE sends/s offered, $BLOAT_CONSUMERS consumers, batch $BLOAT_BATCH"
 	for sys in $BLOAT_SYSTEMS; do
 		if [ "$sys" = pgmq ] && [ -z "$(psql_val "SELECT 1 FROM pg_available_extensions WHERE name = 'pgmq'")" ]; then
 			echo "  SKIP pgmq: the pgmq extension is not installed"
 			continue
 		fi
-		bloat_system "$sys"
+		for hold in $BLOAT_HOLDERS; do
+			bloat_system "$sys" "$hold"
+		done
 	done
 }
 

@@ -89,6 +89,8 @@ max_connections = 80
 # long-poll runs follow each other; see docs/long-polling.md).
 client_connection_check_interval = 1000
 max_wal_size = 8GB
+# the held-horizon section's prepared holder (bloat.sh)
+max_prepared_transactions = 4
 # counters for every queue of the many-queues section (up to 100,000 and
 # more): the worker leaves an idle queue alone only if it has a slot
 queue.max_queues = ${BENCH_MAX_QUEUES:-131072}

@@ -16,6 +16,7 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes;
 use QueueWorkerNode;
 use HeldSnapshot;
 
@@ -68,7 +69,9 @@ sub blocks { return HeldSnapshot::blocks($node, @_); }
 sub burn_xids { HeldSnapshot::burn_xids($node); }
 
 # Several worker passes (100 ms each, 25 tries a pass).
-sub passes { my $s = $_[0] // 1.5; sql("SELECT pg_sleep($s)"); }
+# (slept here, not in a statement: a running statement holds a snapshot,
+# under which the worker removes nothing)
+sub passes { my $s = $_[0] // 1.5; Time::HiRes::sleep($s); }
 
 sub recycled_from
 {
@@ -76,7 +79,7 @@ sub recycled_from
 	for (1 .. 300)
 	{
 		return 1 if sql("SELECT pg_relation_filenode('queue_data.$table') <> $old") eq 't';
-		sql("SELECT pg_sleep(0.1)");
+		Time::HiRes::sleep(0.1);
 	}
 	diag(sql("SELECT pid, state, wait_event_type, wait_event, backend_xmin, left(query, 80) FROM pg_stat_activity WHERE backend_type = 'queue worker'"));
 	diag(sql("SELECT locktype, relation::regclass, mode, granted, pid FROM pg_locks WHERE pid IN (SELECT pid FROM pg_stat_activity WHERE backend_type = 'queue worker')"));
@@ -206,7 +209,12 @@ is(sql("SELECT rolsuper FROM pg_roles WHERE rolname = 'mallory'"), 'f', 'mallory
 
 # --- no logical decoding record ------------------------------------------
 
+# (a logical slot is made only once no transaction id is open: the holder
+# waits meanwhile)
+$holder->quit;
 sql("SELECT pg_create_logical_replication_slot('dec', 'test_decoding')");
+$holder = HeldSnapshot::hold($node);
+burn_xids();
 sql("SELECT queue.create('dec', dedicated => true)");
 my $dec = q_id('dec');
 passes(0.3);

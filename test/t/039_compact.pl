@@ -18,6 +18,7 @@ use lib $FindBin::RealBin;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+use Time::HiRes;
 use QueueWorkerNode;
 use HeldSnapshot;
 
@@ -78,7 +79,9 @@ sub poke
 	sql(qq(SELECT queue.send('$queue', 'poke', $extra)));
 }
 
-sub passes { my $s = $_[0] // 1.5; sql("SELECT pg_sleep($s)"); }
+# (slept here, not in a statement: a running statement holds a snapshot,
+# under which the worker removes nothing)
+sub passes { my $s = $_[0] // 1.5; Time::HiRes::sleep($s); }
 
 sub compacted_from
 {
@@ -87,7 +90,7 @@ sub compacted_from
 	{
 		return 1 if sql("SELECT pg_relation_filenode('queue_data.$table') <> $old") eq 't';
 		poke($queue) if $queue && $_ % 10 == 0;
-		sql("SELECT pg_sleep(0.1)");
+		Time::HiRes::sleep(0.1);
 	}
 	diag(sql("SELECT n_live_tup, n_dead_tup FROM pg_stat_user_tables WHERE relid = 'queue_data.$table'::regclass"));
 	return 0;
@@ -201,7 +204,12 @@ sql("DROP INDEX queue_data.expr_key");
 
 # --- no logical decoding record ------------------------------------------
 
+# (a logical slot is made only once no transaction id is open: the holder
+# waits meanwhile)
+$holder->quit;
 sql("SELECT pg_create_logical_replication_slot('dec', 'test_decoding')");
+$holder = HeldSnapshot::hold($node);
+burn_xids();
 sql("SELECT queue.create('dec', dedicated => true)");
 my $dec = q_id('dec');
 passes(0.3);
@@ -287,19 +295,17 @@ my $gcols = 'store_id, message_group_id, head_seq, available_at, leased_upto';
 my $heads = rows_of('groups', $gcols, 'true');
 like($heads, qr/^50 /, 'shared FIFO: 50 groups with messages left');
 is(filenode('groups'), $fn, '... not compacted while a transaction has it open');
-sql("CREATE TABLE public.busy_done ()");
-my $busy = $node->background_psql('postgres');
-$busy->query_until(qr/locking/, q(\echo locking
-DO $$ BEGIN
-	WHILE NOT EXISTS (SELECT FROM public.busy_done) LOOP
-		LOCK TABLE queue_data.groups IN ROW EXCLUSIVE MODE;
-		PERFORM pg_catalog.pg_sleep(0.04);
-		COMMIT;
-		PERFORM pg_catalog.pg_sleep(0.003);
-		COMMIT;
-	END LOOP;
-END $$;
+# the busy table: a client holds its lock 40 ms, then lets go for 3 ms (a
+# client-side sleep: no statement, so no snapshot, in the gap)
+my $script = PostgreSQL::Test::Utils::tempdir() . '/busy.sql';
+PostgreSQL::Test::Utils::append_to_file($script, q(BEGIN;
+LOCK TABLE queue_data.groups IN ROW EXCLUSIVE MODE;
+SELECT pg_catalog.pg_sleep(0.04);
+COMMIT;
+\sleep 3 ms
 ));
+my $busy = IPC::Run::start([ 'pgbench', '-n', '-c', '1', '-T', '60', '-f', $script,
+		'-h', $node->host, '-p', $node->port, 'postgres' ], '>', \my $busy_out, '2>', \my $busy_err);
 sql("ALTER SYSTEM SET queue.sweep_interval = '1s'");
 sql("SELECT pg_reload_conf()");
 passes(1.2);
@@ -309,8 +315,7 @@ ok(compacted_from('groups', $fn, undef, 3), 'shared: the group table, its lock r
 is(rows_of('groups', $gcols, 'true'), $heads, '... every group\'s head kept');
 is(sql("SELECT count(*) FROM queue.receive('sf.fifo', max_messages => 10)"), '10',
 	'... its receives go on');
-sql("INSERT INTO public.busy_done DEFAULT VALUES");
-$busy->quit;
+$busy->kill_kill;
 sql("ALTER SYSTEM RESET queue.sweep_interval");
 sql("SELECT pg_reload_conf()");
 

@@ -1,7 +1,8 @@
 # HeldSnapshot: what the tests of the worker's work under a held snapshot
 # share (038_recycle, 039_compact):
 #
-#   my $holder = HeldSnapshot::hold($node);   # REPEATABLE READ, snapshot taken
+#   my $holder = HeldSnapshot::hold($node);   # an open transaction id, no snapshot
+#   HeldSnapshot::hold($node, 'snapshot');   # REPEATABLE READ, snapshot taken
 #   HeldSnapshot::burn_xids($node);           # the horizon 1,100 xids behind
 #   HeldSnapshot::filenode($node, 'q7'); HeldSnapshot::blocks($node, 'q7');
 #   HeldSnapshot::mallory_trap($node);        # role mallory, public.fired, public.trap()
@@ -15,12 +16,26 @@ package HeldSnapshot;
 use strict;
 use warnings;
 
+# hold($node, $kind): a session that holds the horizon back.  'xid' (the
+# default): READ COMMITTED, idle in transaction after taking a transaction
+# id, as an application's transaction between two statements; it holds no
+# snapshot, so the worker may recycle and compact under it (worker/horizon.c).
+# 'snapshot': REPEATABLE READ with its snapshot taken, which could read any
+# table as of then: nothing may be removed under it.
 sub hold
 {
-	my ($node) = @_;
+	my ($node, $kind) = @_;
 	my $holder = $node->background_psql('postgres');
-	$holder->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
-	$holder->query_safe('SELECT count(*) FROM pg_catalog.pg_class');
+	if (($kind // 'xid') eq 'snapshot')
+	{
+		$holder->query_safe('BEGIN ISOLATION LEVEL REPEATABLE READ');
+		$holder->query_safe('SELECT count(*) FROM pg_catalog.pg_class');
+	}
+	else
+	{
+		$holder->query_safe('BEGIN');
+		$holder->query_safe('SELECT pg_catalog.txid_current()');
+	}
 	return $holder;
 }
 
