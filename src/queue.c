@@ -43,6 +43,8 @@ static int	queue_sqs_max_connections = 10000;
 static int	queue_sqs_lock_timeout = 10;
 static int	queue_sqs_statement_timeout = 5000;
 static int	queue_sqs_request_memory = 65536;
+static int	queue_sqs_long_polls_per_role = 1000;
+static int	queue_sqs_forwards_per_role = 64;
 
 /*
  * The layout queue.create gives a queue when its call does not say
@@ -197,6 +199,20 @@ _PG_init(void)
 							&queue_sqs_request_memory,
 							65536, 4096, INT_MAX / 1024,
 							PGC_SIGHUP, GUC_UNIT_KB,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queue.sqs_long_polls_per_role",
+							"Long polls of one role each SQS endpoint worker keeps waiting at once.",
+							"The role's next long poll is answered ServiceUnavailable (503) until one ends.",
+							&queue_sqs_long_polls_per_role,
+							1000, 1, INT_MAX,
+							PGC_SIGHUP, 0,
+							NULL, NULL, NULL);
+	DefineCustomIntVariable("queue.sqs_forwards_per_role",
+							"Requests of one role each SQS endpoint worker forwards to other Citus nodes at once.",
+							"Of the worker's 256 forward slots; beyond it the role's requests are answered ServiceUnavailable (503).",
+							&queue_sqs_forwards_per_role,
+							64, 1, 256,
+							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 	queue_failed_init();
 	queue_consumer_init();

@@ -1090,6 +1090,8 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 	resp->park_until = 0;
 	resp->lock_retry = false;
 	resp->forward_url = NULL;
+	resp->forward_receive = false;
+	resp->role = InvalidOid;
 	add_header(resp, "x-amzn-RequestId", request_id);
 
 	/*
@@ -1177,6 +1179,7 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 				   &call.auth);
 		if (!OidIsValid(call.auth.role))
 			elog(ERROR, "SQS request verified with no role");
+		resp->role = call.auth.role;
 
 		call.req = req;
 		call.action = action;
@@ -1211,7 +1214,10 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 				char	   *url = queue_citus_endpoint_of(qname);
 
 				if (url != NULL)
+				{
 					resp->forward_url = MemoryContextStrdup(cxt, url);
+					resp->forward_receive = strcmp(action, "ReceiveMessage") == 0;
+				}
 			}
 		}
 

@@ -137,6 +137,10 @@ typedef struct SqsExchange
 	char	   *forward_url;	/* set by the last sqs_handle: forward it */
 	SqsForward *forward;		/* while forwarded */
 	dlist_node	forward_node;
+	/* what it holds of its role's shares (shares.c) */
+	Oid			park_role;		/* a parked long poll's, or InvalidOid */
+	Oid			forward_role;	/* a forward's, or InvalidOid */
+	SqsShareKind forward_share;
 } SqsExchange;
 
 /* How many parked requests of this worker watch one wait slot */
@@ -475,6 +479,22 @@ exchange_unpark(SqsExchange *ex)
 	sqs_nparked--;
 	if (ex->park_queue_id != 0)
 		slot_release(ex->park_queue_id);
+	if (OidIsValid(ex->park_role))
+		sqs_share_give(SQS_SHARE_LONG_POLL, ex->park_role);
+	ex->park_role = InvalidOid;
+	sqs_wes_stale = true;
+}
+
+/* A forward ended (answered, failed, or its client left): its slot is free. */
+static void
+exchange_forward_ended(SqsExchange *ex)
+{
+	ex->forward = NULL;
+	dlist_delete(&ex->forward_node);
+	sqs_nforwarded--;
+	if (OidIsValid(ex->forward_role))
+		sqs_share_give(ex->forward_share, ex->forward_role);
+	ex->forward_role = InvalidOid;
 	sqs_wes_stale = true;
 }
 
@@ -485,10 +505,7 @@ exchange_unforward(SqsExchange *ex)
 	if (ex->forward == NULL)
 		return;
 	sqs_forward_cancel(ex->forward);
-	ex->forward = NULL;
-	dlist_delete(&ex->forward_node);
-	sqs_nforwarded--;
-	sqs_wes_stale = true;
+	exchange_forward_ended(ex);
 }
 
 static void
@@ -1004,11 +1021,28 @@ exchange_serve(SqsExchange *ex)
  * Park (or park again) a request that sqs_handle wants to wait: watch its
  * queue's wait slot, then compare the generation it read before trying:
  * a commit in between has moved it, and the request is served again at
- * once.
+ * once.  A long poll holds one of its role's share while it waits
+ * (shares.c); false when the role holds its share already: then it is
+ * answered ServiceUnavailable instead (out of the parked list), and the
+ * caller queues the answer (or resumes a connection that was parked).
  */
-static void
+static bool
 exchange_park(SqsExchange *ex)
 {
+	if (ex->resp.park_queue_id != 0 && !OidIsValid(ex->park_role))
+	{
+		if (!sqs_share_take(SQS_SHARE_LONG_POLL, ex->resp.role))
+		{
+			exchange_unpark(ex);
+			memset(&ex->resp, 0, sizeof(ex->resp));
+			MemoryContextReset(ex->attempt_cxt);
+			exchange_refuse(ex, SQS_PERR_UNAVAILABLE,
+							"This role has too many long polls waiting at this endpoint "
+							"(queue.sqs_long_polls_per_role); try again later.");
+			return false;
+		}
+		ex->park_role = ex->resp.role;
+	}
 	if (!ex->parked)
 	{
 		const union MHD_ConnectionInfo *info;
@@ -1050,6 +1084,7 @@ exchange_park(SqsExchange *ex)
 	/* what the call allocated is not needed while it waits */
 	memset(&ex->resp, 0, sizeof(ex->resp));
 	MemoryContextReset(ex->attempt_cxt);
+	return true;
 }
 
 static bool sqs_peer_gone(int fd);
@@ -1072,13 +1107,24 @@ exchange_forward(SqsExchange *ex, bool suspended)
 						"cannot forward to it (built without libcurl).");
 		return false;
 	}
+	/* one of its role's share of the forward slots (shares.c) */
+	ex->forward_share = ex->resp.forward_receive ? SQS_SHARE_FORWARD_RECEIVE : SQS_SHARE_FORWARD;
+	if (!sqs_share_take(ex->forward_share, ex->resp.role))
+	{
+		exchange_refuse(ex, SQS_PERR_UNAVAILABLE,
+						"This role has too many requests forwarded from this endpoint "
+						"(queue.sqs_forwards_per_role); try again later.");
+		return false;
+	}
 	ex->forward = sqs_forward_start(ex->forward_url, &ex->req, ex, ex->cxt);
 	if (ex->forward == NULL)
 	{
+		sqs_share_give(ex->forward_share, ex->resp.role);
 		exchange_refuse(ex, SQS_PERR_UNAVAILABLE,
 						"The endpoint is forwarding too many requests; try again later.");
 		return false;
 	}
+	ex->forward_role = ex->resp.role;
 	if (!suspended)
 		MHD_suspend_connection(ex->conn);
 	info = MHD_get_connection_info(ex->conn, MHD_CONNECTION_INFO_CONNECTION_FD);
@@ -1122,10 +1168,7 @@ sqs_forwards_done(void)
 							"The queue's node of the cluster did not answer; try again later.");
 		MemoryContextSwitchTo(old);
 		/* forward.c freed its part */
-		ex->forward = NULL;
-		dlist_delete(&ex->forward_node);
-		sqs_nforwarded--;
-		sqs_wes_stale = true;
+		exchange_forward_ended(ex);
 		MHD_resume_connection(ex->conn);
 	}
 	dlist_foreach_modify(it, &sqs_forwarded)
@@ -1197,8 +1240,8 @@ sqs_access(void *cls, struct MHD_Connection *conn, const char *url,
 		if (!exchange_forward(ex, false))
 			ret = exchange_queue(ex);
 	}
-	else
-		exchange_park(ex);
+	else if (!exchange_park(ex))
+		ret = exchange_queue(ex);
 	MemoryContextSwitchTo(old);
 	return ret;
 }
@@ -1300,8 +1343,11 @@ sqs_serve_parked(void)
 			exchange_fail(ex, 500, "InternalError", "internal error");
 			MHD_resume_connection(ex->conn);
 		}
-		else
-			exchange_park(ex);
+		else if (!exchange_park(ex))
+		{
+			ex->phase = SQS_ANSWERED;
+			MHD_resume_connection(ex->conn);
+		}
 		MemoryContextSwitchTo(old);
 	}
 }
@@ -1440,6 +1486,7 @@ sqs_read_settings(void)
 	if (sqs_body_budget < SQS_MAX_BODY)
 		sqs_body_budget = SQS_MAX_BODY;
 	sqs_read_request_bounds();	/* protocol.c's lock and time bounds */
+	sqs_shares_read_settings(); /* each role's share (shares.c) */
 }
 
 /* Open files: 10,000 connections need far more than the usual soft limit. */

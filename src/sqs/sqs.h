@@ -13,7 +13,8 @@
  *				 driven by server.c's loop
  *	  protocol.c one request: which protocol (AWS JSON 1.0 or Query), its
  *				 transaction, authentication, the action, the answer in the
- *				 request's protocol (JSON or XML), SQS's errors
+ *				 request's protocol (JSON or XML), SQS's errors; whether
+ *				 to forward it asks the core (storage/citus.c, core_api.h)
  *	  actions.c  each SQS action as calls of the SQL API, as the key's role
  *	  sigv4.c	 AWS Signature Version 4, the keys' secrets (via the core)
  *	  digest.c	 SQS's MD5 digests of bodies and message attributes
@@ -21,6 +22,8 @@
  *				 vocabulary every file above shares
  *	  shared.c	 the workers' shared memory: recent purges (PurgeQueue's
  *				 minute), workers that died connecting to their database
+ *	  shares.c	 each role's share of a worker's parked long polls and
+ *				 forward slots
  * Below them: PostgreSQL, libmicrohttpd (server.c only), libcurl
  * (forward.c only, when built with it), OpenSSL, and the
  * few functions the core exports for this library (core_api.h).  Nothing
@@ -103,6 +106,9 @@ typedef struct SqsResponse
 	char	   *forward_url;	/* on a Citus cluster, the endpoint of the
 								 * queue's node: server.c forwards the request
 								 * there as received and relays the answer */
+	bool		forward_receive;	/* ... a ReceiveMessage, which may wait there */
+	Oid			role;			/* the verified request's role (shares.c);
+								 * InvalidOid before verification */
 } SqsResponse;
 
 /* The header a forwarded request carries: it is never forwarded again. */
@@ -186,6 +192,8 @@ extern bool sqs_missing_log_once(void);
  * sqs_forward_available is false and nothing starts.
  */
 #define SQS_FORWARDS_MAX		256
+/* ... of which forwarded ReceiveMessage calls never hold these (shares.c) */
+#define SQS_FORWARDS_SHORT		64
 typedef struct SqsForward SqsForward;
 struct WaitEventSet;
 extern bool sqs_forward_available(void);
@@ -270,5 +278,20 @@ extern void sqs_md5_hex(const char *data, size_t len, char *hex);
  * values base64 as on the wire); false when attrs has none.
  */
 extern bool sqs_md5_of_attributes(Jsonb *attrs, char *hex);
+
+/*
+ * shares.c: each role's share of a worker's parked long polls and forward
+ * slots (queue.sqs_long_polls_per_role, queue.sqs_forwards_per_role).
+ */
+typedef enum SqsShareKind
+{
+	SQS_SHARE_LONG_POLL,		/* a parked ReceiveMessage */
+	SQS_SHARE_FORWARD,			/* a forward of another action */
+	SQS_SHARE_FORWARD_RECEIVE,	/* a forwarded ReceiveMessage */
+	SQS_SHARE_KINDS
+} SqsShareKind;
+extern void sqs_shares_read_settings(void);
+extern bool sqs_share_take(SqsShareKind kind, Oid role);
+extern void sqs_share_give(SqsShareKind kind, Oid role);
 
 #endif							/* QUEUE_SQS_H */

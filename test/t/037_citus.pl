@@ -47,7 +47,9 @@
 #     ReceiveMessage, DeleteMessage, GetQueueAttributes at w2's endpoint for
 #     a queue of w1 run on w1 (forwarded after w2 verified the signature);
 #     a long poll at w2's endpoint is woken by a commit on w1; a wrong
-#     secret is refused at w2.
+#     secret is refused at w2; one role's 260 forwarded long polls hold
+#     its share of w2's forward slots (64), and another role's call is
+#     forwarded in under 1 s beside them.
 # 12. docs/citus.md's blocks run as written on this cluster.
 #
 # Skipped when Citus is not installed in this PostgreSQL (test/citus_build.sh
@@ -848,9 +850,9 @@ is(join('', map { on($_, 'SELECT count(*) FROM queue._citus_moves') } $w1, $w2, 
 # forwarded there after w2 verified it, and w1 verifies it again
 SKIP:
 {
-	skip 'no Debian python3-boto3', 17
+	skip 'no Debian python3-boto3', 21
 	  unless system("$python -I -c 'import boto3' >/dev/null 2>&1") == 0;
-	skip "no $pkglib/queue_sqs.so with libcurl (libmicrohttpd-dev, libcurl4-openssl-dev)", 17
+	skip "no $pkglib/queue_sqs.so with libcurl (libmicrohttpd-dev, libcurl4-openssl-dev)", 21
 	  unless -f "$pkglib/queue_sqs.so" && `ldd $pkglib/queue_sqs.so` =~ /libcurl/;
 
 	on($coord, q(
@@ -929,6 +931,26 @@ GRANT CREATE ON DATABASE postgres TO sqs_citus;
 	IPC::Run::run([ @bad, 'error', $sq ], '>', \$out, '2>', \$perr);
 	like($out, qr/^value\terror\t(SignatureDoesNotMatch|InvalidClientTokenId)$/m, 'a wrong secret is refused at w2');
 	is(on($w1, "SELECT sent FROM queue.stats WHERE queue_name = '$sq'"), $before, '... and nothing is sent on w1');
+
+	# one role's forwarded long polls hold at most its share of w2's 256
+	# forward slots (queue.sqs_forwards_per_role, 64; issue 48): sqs_citus
+	# opens 260 ReceiveMessage (5 s) at w2 for its queue on w1, and
+	# sqs_citus_b's SendMessage there, 1.5 s later, forwarded too, is
+	# answered in under 1 s
+	on($coord, 'CREATE ROLE sqs_citus_b LOGIN; GRANT USAGE ON SCHEMA queue TO sqs_citus_b');
+	my ($bkey, $bsecret) = ('AKIDCITUSCLUSTER0002', 'citus-cluster-secret-0000000000000000000002');
+	on($coord, "SELECT count(*) FROM run_command_on_all_nodes(\$\$"
+		  . "SELECT count(*) FROM queue.create_access_key('sqs_citus_b', '$bkey', '$bsecret')\$\$) WHERE success");
+	on($coord, "SELECT queue.grant('$sq', 'sqs_citus_b', '{send}')");
+	IPC::Run::run([ $python, '-I', "$FindBin::RealBin/sqs/role_shares_client.py", "http://127.0.0.1:$sqs_port{$w2->name}",
+			"$key:$secret", $sq, 260, 5, "$bkey:$bsecret", $sq ], '>', \$out, '2>', \$perr, IPC::Run::timeout(90));
+	diag($perr) if $perr ne '';
+	my %sh = $out =~ /^value\t(\w+)\t(.*)$/mg;
+	note("forwards: $_ = $sh{$_}") for sort keys %sh;
+	is($sh{other_send_status}, '200', 'another role\'s SendMessage at w2 is forwarded beside 260 forwarded long polls');
+	cmp_ok($sh{other_send_ms} // 1e9, '<', 1000, "... in under 1 s ($sh{other_send_ms} ms)");
+	is($sh{hog_refused_early}, '196', '... of which 64, the role\'s share, were forwarded, the rest refused at once');
+	like($sh{hog_answers}, qr/^200:64,503:196$/, '... the 64 answered when their wait ended');
 }
 
 # --- 12. docs/citus.md as written -------------------------------------------
