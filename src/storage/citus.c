@@ -263,26 +263,27 @@ lookup_leave(Lookup *lk)
 	SetUserIdAndSecContext(lk->save_uid, lk->save_sec);
 }
 
-/* The owner of the queue extension (who may read its tables). */
+/* The owner of the queue extension (who may read its tables); InvalidOid without it. */
 static Oid
 extension_owner(void)
 {
+	Oid			extid = get_extension_oid("queue", true);
 	Relation	rel;
 	ScanKeyData key;
 	SysScanDesc scan;
 	HeapTuple	tup;
 	Oid			owner = InvalidOid;
 
+	if (!OidIsValid(extid))
+		return InvalidOid;
 	rel = table_open(ExtensionRelationId, AccessShareLock);
 	ScanKeyInit(&key, Anum_pg_extension_oid, BTEqualStrategyNumber, F_OIDEQ,
-				ObjectIdGetDatum(get_extension_oid("queue", false)));
+				ObjectIdGetDatum(extid));
 	scan = systable_beginscan(rel, ExtensionOidIndexId, true, NULL, 1, &key);
 	if (HeapTupleIsValid(tup = systable_getnext(scan)))
 		owner = ((Form_pg_extension) GETSTRUCT(tup))->extowner;
 	systable_endscan(scan);
 	table_close(rel, AccessShareLock);
-	if (!OidIsValid(owner))
-		elog(ERROR, "the queue extension has no owner");
 	return owner;
 }
 
@@ -622,6 +623,7 @@ queue_citus_utility(Node *stmt)
 	int64		shardid;
 	static SPIPlanPtr plan = NULL;
 	static SPIPlanPtr announced = NULL;
+	Oid			owner;
 	Lookup		lk;
 	Datum		args[2];
 	char	   *from = NULL;
@@ -640,7 +642,7 @@ queue_citus_utility(Node *stmt)
 	 * No anchor known here (before queue.citus_setup(), or while this node
 	 * does not know it yet): nothing to compare with.
 	 */
-	if (!OidIsValid(known_anchor))
+	if (!OidIsValid(known_anchor) || !OidIsValid(owner = extension_owner()))
 		return;
 	shardid = strtoll(rel + strlen("placements_"), NULL, 10);
 	if (SPI_connect() != SPI_OK_CONNECT)
@@ -651,7 +653,7 @@ queue_citus_utility(Node *stmt)
 	 * connects as its caller): the lookups are the extension's, as its
 	 * owner.
 	 */
-	lookup_enter(&lk, extension_owner());
+	lookup_enter(&lk, owner);
 	if (plan == NULL)
 	{
 		Oid			types[2] = {INT8OID, OIDOID};
