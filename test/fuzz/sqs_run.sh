@@ -7,7 +7,7 @@
 # extension preloaded and the endpoint on (queue.sqs_listen, two workers),
 # creates the queues the fuzzer aims at (standard, FIFO, a small one, a
 # dead-letter pair, fz_lp for dropped long polls), role fz_app (USAGE, a
-# few grants) and access keys for fz_app and for a superuser, runs
+# few grants, its own schema queue_citus) and access keys for fz_app and for a superuser, runs
 # test/fuzz/sqs_fuzz.py with Debian's python3 (its botocore signs), and
 # stops the cluster.  Exit status 0 only if the fuzzer saw no violation
 # (see sqs_fuzz.py: an answer that is not well-formed HTTP, a 500, a bad
@@ -134,6 +134,16 @@ SELECT queue.grant('fz_small', 'public', '{send}');
 SELECT count(*) FROM queue.send_batch('fz_std', ARRAY['a', 'b', 'c', 'd']);
 SELECT count(*) FROM queue.send_batch('fz_fifo.fifo', ARRAY['a', 'b', 'c'], message_group_ids => ARRAY['g', 'g', 'h']);
 SELECT count(*) FROM queue.send_batch('fz_src', ARRAY['a', 'b']);
+-- fz_app's own schema queue_citus, of the names the endpoint's Citus
+-- forwarding reads (a table and a view over its function): never read
+-- without Citus, so no request may fail because of it (issue 48)
+SET ROLE fz_app;
+CREATE SCHEMA queue_citus;
+CREATE TABLE queue_citus.placements (placement_key text);
+CREATE FUNCTION queue_citus.endpoints() RETURNS TABLE (node_group integer, endpoint text)
+	LANGUAGE sql AS $$ SELECT g, 'http://127.0.0.1:1' FROM pg_catalog.generate_series(-1, 10) g $$;
+CREATE VIEW queue_citus.sqs_endpoints AS SELECT * FROM queue_citus.endpoints();
+RESET ROLE;
 SQL
 keys=$(as_pg "${PSQL[@]}" -At <<'SQL'
 SELECT access_key_id || ' ' || secret_access_key FROM queue.create_access_key('fz_app');
