@@ -47,7 +47,8 @@ extern void queue_move_task_started(void);
  * URL of the node holding queue_name's shard when that is another node
  * (queue_citus.sqs_endpoints), palloc'd; NULL when the request is served
  * here (no such cluster, this node's queue, no endpoint named, or a
- * lookup that failed: logged, never thrown).  SPI connected.
+ * lookup that failed: logged, not thrown; the request's own timeouts and
+ * cancels are).  SPI connected.
  */
 extern char *queue_citus_endpoint_of(const char *queue_name);
 

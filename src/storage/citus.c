@@ -730,11 +730,12 @@ queue_citus_utility(Node *stmt)
  * table a superuser made, plain and distributed: never a schema, view or
  * function of a role's), in a security-restricted operation with the
  * search path pinned, every operator and function qualified.  It never
- * throws: a lookup that fails (a catalog Citus changed, a table being
- * remade) is undone in a subtransaction of its own, the request is served
- * here, and the failure is logged once per process (then at DEBUG1), so
- * that it never fails every tenant's request.  The caller is connected to
- * SPI.
+ * throws for the lookup's own failure: one that fails (a catalog Citus
+ * changed, a table being remade) is undone in a subtransaction of its own,
+ * the request is served here, and the failure is logged once per process
+ * (then at DEBUG1), so that it never fails every tenant's request; the
+ * request's timeouts and cancels pass through as they would anywhere.
+ * The caller is connected to SPI.
  */
 char *
 queue_citus_endpoint_of(const char *queue_name)
@@ -813,6 +814,16 @@ queue_citus_endpoint_of(const char *queue_name)
 		RollbackAndReleaseCurrentSubTransaction();
 		MemoryContextSwitchTo(caller);
 		CurrentResourceOwner = owner;
+
+		/*
+		 * The request's own bounds (its statement timeout, a cancel, its
+		 * lock timeout, which server.c answers by trying again later) stay
+		 * the request's: only a failure of the lookup itself is absorbed.
+		 */
+		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
+			edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE ||
+			edata->sqlerrcode == ERRCODE_ADMIN_SHUTDOWN)
+			ReThrowError(edata);
 		ereport(logged ? DEBUG1 : LOG,
 				(errmsg("the SQS endpoint could not look up the node of queue \"%s\"; "
 						"its requests are served on this node", queue_name),

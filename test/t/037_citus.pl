@@ -850,9 +850,9 @@ is(join('', map { on($_, 'SELECT count(*) FROM queue._citus_moves') } $w1, $w2, 
 # forwarded there after w2 verified it, and w1 verifies it again
 SKIP:
 {
-	skip 'no Debian python3-boto3', 21
+	skip 'no Debian python3-boto3', 25
 	  unless system("$python -I -c 'import boto3' >/dev/null 2>&1") == 0;
-	skip "no $pkglib/queue_sqs.so with libcurl (libmicrohttpd-dev, libcurl4-openssl-dev)", 21
+	skip "no $pkglib/queue_sqs.so with libcurl (libmicrohttpd-dev, libcurl4-openssl-dev)", 25
 	  unless -f "$pkglib/queue_sqs.so" && `ldd $pkglib/queue_sqs.so` =~ /libcurl/;
 
 	on($coord, q(
@@ -951,6 +951,25 @@ GRANT CREATE ON DATABASE postgres TO sqs_citus;
 	cmp_ok($sh{other_send_ms} // 1e9, '<', 1000, "... in under 1 s ($sh{other_send_ms} ms)");
 	is($sh{hog_refused_early}, '196', '... of which 64, the role\'s share, were forwarded, the rest refused at once');
 	like($sh{hog_answers}, qr/^200:64,503:196$/, '... the 64 answered when their wait ended');
+
+	# a forwarding lookup that fails (the endpoints' table without its
+	# column for a moment) serves the request at w2 (the API call it makes
+	# is routed by Citus) and logs once: it never fails every request
+	on($coord, 'ALTER TABLE queue_citus.sqs_endpoints RENAME COLUMN endpoint TO endpoint_gone');
+	my $logstart = -s $w2->logfile;
+	my @answers;
+	for (1 .. 2)
+	{
+		($out, $perr) = ('', '');
+		IPC::Run::run([ @client, 'error', $sq ], '>', \$out, '2>', \$perr);
+		push @answers, $out =~ /^value\terror\t(.*)$/m ? $1 : "none: $perr";
+	}
+	my $looked = () = substr(slurp_file($w2->logfile), $logstart) =~ /could not look up the node of queue/g;
+	on($coord, 'ALTER TABLE queue_citus.sqs_endpoints RENAME COLUMN endpoint_gone TO endpoint');
+	is("@answers", 'none none', '... served at w2 (its SQL call routed by Citus), not InternalError');
+	is(on($w1, "SELECT count(*) FROM queue.peek('$sq', 1000) WHERE body = 'never'"), '2', '... both sent, on w1');
+	is($looked, 1, '... the failed lookup logged once for both requests');
+	like($client->('send', $sq, 'after the lookup failed')->{id}, qr/^[0-9a-f-]{36}$/, '... and forwarded again once it works');
 }
 
 # --- 12. docs/citus.md as written -------------------------------------------
