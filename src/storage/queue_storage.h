@@ -30,14 +30,20 @@
  *	    that saw mostly dead rows: every queue_data table is planned as a
  *	    large one, and the shared tables' key columns keep n_distinct = 1.
  *	    The rows themselves still take a version per lease and per
- *	    delete; while a snapshot is held the worker truncates a table that
- *	    holds no live row (worker/vacuum.c, "recycling"), which bounds a
- *	    queue that keeps emptying, and rewrites one that does not (a
- *	    backlog, the deduplication ids of a window, the receive attempts)
- *	    once its dead rows reach half its live ones, under an exclusive
- *	    lock taken only when free ("compaction"): a table stays within 1.5
- *	    times its live rows (and 10,000 dead), and its senders and
- *	    receivers wait for the rewrite (2 to 3 ms per thousand live rows).
+ *	    delete; while an open transaction id holds vacuum back and no
+ *	    snapshot could see the versions (worker/horizon.c's rule: no
+ *	    backend of the database holding a snapshot, no slot's data xmin,
+ *	    no export, no standby), the worker truncates a table that holds
+ *	    no live row (worker/vacuum.c, "recycling"), which bounds a queue
+ *	    that keeps emptying, and rewrites one that does not (a backlog,
+ *	    the deduplication ids of a window, the receive attempts) once its
+ *	    dead rows reach half its live ones, under an exclusive lock taken
+ *	    only when free (worker/compact.c, "compaction"): a table stays
+ *	    within 1.5 times its live rows (and 10,000 dead), and its senders
+ *	    and receivers wait for the rewrite, 250 ms at most.  Under a
+ *	    holder with a snapshot (a REPEATABLE READ report, an exported
+ *	    snapshot, a standby) neither runs: the tables grow as PostgreSQL's
+ *	    own would, and the bounds above keep receives' cost flat.
  *	    Segments recycled one by one were weighed and not chosen (a
  *	    deduplication claim would have to serialise across two tables).
  *	    Left: lookups of one group row by key walk its versions between
