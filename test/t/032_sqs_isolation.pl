@@ -31,6 +31,9 @@
 #     requests answer in under 1 s each, bob's consumer (another database)
 #     handles its message within 60 s, and once the hog is dropped none of
 #     its processes remains.
+#  7. Long polls: mallory opens 40 at once with a share of 30
+#     (queue.sqs_long_polls_per_role): 10 are answered ServiceUnavailable
+#     at once, 30 wait, and bob's calls answer in under 1 s (issue 48).
 use strict;
 use warnings;
 
@@ -58,6 +61,7 @@ queue.sqs_workers = 1
 queue.sqs_account_id = '123456789012'
 queue.sqs_request_memory = '16MB'
 queue.max_consumer_processes = 4
+queue.sqs_long_polls_per_role = 30
 max_worker_processes = 24
 ));
 
@@ -284,6 +288,24 @@ ok($node->poll_query_until('postgres',
 		q(SELECT count(*) = 0 FROM pg_stat_activity WHERE backend_type = 'queue consumer' AND application_name = 'hog')),
 	'no process of the dropped hog remains');
 note(sprintf('the dropped hog\'s processes were gone %.1f s after drop_consumer', time() - $t1));
+
+# --- 7. long polls at their share ------------------------------------------------
+# mallory opens 40 long polls (5 s) of an empty queue of hers: 30 wait
+# (queue.sqs_long_polls_per_role, 30 here), 10 are answered
+# ServiceUnavailable at once; bob's calls meanwhile answer in under 1 s
+sql(q(SET ROLE mallory; SELECT queue.create('mlp');));
+{
+	my ($out, $err) = ('', '');
+	IPC::Run::run([ $python, '-I', "$FindBin::RealBin/sqs/role_shares_client.py", "http://127.0.0.1:$port",
+			"$mkey:$msecret", 'mlp', 40, 5, "$bkey:$bsecret", 'bq' ], '>', \$out, '2>', \$err, IPC::Run::timeout(60));
+	note("role_shares_client.py: $err") if $err;
+	my %v = $out =~ /^value\t(\w+)\t(.*)$/mg;
+	note("long polls: $_ = $v{$_}") for sort keys %v;
+	is("$v{other_send_status} $v{other_receive_status}", '200 200', 'bob is served beside mallory\'s 40 long polls');
+	cmp_ok(($v{other_send_ms} // 1e9) + ($v{other_receive_ms} // 1e9), '<', 1000, '... in under 1 s');
+	is($v{hog_answers}, '200:30,503:10', 'mallory\'s long polls beyond her share are refused (503), 30 wait');
+	cmp_ok($v{hog_refused_max_ms} // 1e9, '<', 1500, '... at once');
+}
 
 is(sql(q(SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'queue sqs worker')), '1',
 	'the worker still runs');
