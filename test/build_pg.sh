@@ -4,6 +4,8 @@
 #
 #   bash test/build_pg.sh 18                    # or 17; as root
 #   make test PG_CONFIG=/var/cache/queue-pg/18/bin/pg_config
+#   bash test/build_pg.sh 18 --headers          # configure and the generated
+#                                               # headers only (test/compile_check.sh)
 #
 # CI and the default `make test` use Debian's own PostgreSQL 15 and never
 # run this.  A build takes about 10 minutes on 2 cores (it runs under
@@ -22,7 +24,9 @@
 #   4. configure --prefix=<cache>/NN --enable-tap-tests, build and install
 #      the server and client programs, then what PGXS test running needs:
 #      pg_regress, the isolation tester and pg_isolation_regress, the TAP
-#      modules (PostgreSQL::Test::*) and contrib dblink.
+#      modules (PostgreSQL::Test::*), contrib dblink and test_decoding.
+#      With --headers: configure and the generated headers only (a minute or
+#      two), and the last line printed is the source tree's include folder.
 #
 # Environment:
 #   QUEUE_PG_CACHE   the cache folder (default /var/cache/queue-pg); it must
@@ -42,11 +46,13 @@
 set -euo pipefail
 
 MAJOR=${1:-}
+HEADERS=0
+[ "${2:-}" = --headers ] && HEADERS=1
 case $MAJOR in
 17) SUITE=trixie ;;
 18) SUITE=sid ;;
 *)
-	echo "usage: $0 17|18" >&2
+	echo "usage: $0 17|18 [--headers]" >&2
 	exit 2
 	;;
 esac
@@ -122,10 +128,12 @@ EOF
 	fi
 fi
 
-# 2. Build tools, from the system's own suite.
+# 2. Build tools, from the system's own suite (for --headers, only what
+# configure and the generated headers need).
+tools=(build-essential bison flex libreadline-dev zlib1g-dev libicu-dev pkg-config libipc-run-perl dpkg-dev)
+[ "$HEADERS" = 1 ] && tools=(build-essential bison flex dpkg-dev)
 need=()
-for p in build-essential bison flex libreadline-dev zlib1g-dev libicu-dev \
-	pkg-config libipc-run-perl dpkg-dev; do
+for p in "${tools[@]}"; do
 	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q 'install ok installed' || need+=("$p")
 done
 if [ ${#need[@]} -gt 0 ]; then
@@ -161,22 +169,41 @@ if [ ! -e "$SRCROOT/.unpacked" ]; then
 fi
 say "source $(cat "$SRCROOT/.unpacked")"
 
-# 4. Configure, build, install.
-if [ ! -e "$SRCROOT/.configured" ]; then
+# 4. Configure, build, install.  --headers configures without the
+# optional libraries (quicker, fewer packages) and says so in its stamp: a
+# full build after it configures again.
+if [ "$HEADERS" = 1 ] && [ ! -e "$SRCROOT/.configured" ] && [ ! -e "$SRCROOT/.configured-headers" ]; then
+	say "configure (headers only)"
+	(cd "$SRC" && run "$LOGDIR/configure-$MAJOR.log" ./configure --prefix="$PREFIX" \
+		--without-icu --without-readline --without-zlib)
+	touch "$SRCROOT/.configured-headers"
+fi
+if [ "$HEADERS" = 0 ] && [ ! -e "$SRCROOT/.configured" ]; then
+	rm -f "$SRCROOT/.configured-headers" "$SRCROOT/.headers"
 	say "configure --prefix=$PREFIX"
 	# shellcheck disable=SC2086  # QUEUE_PG_CONFIGURE is a list of options
 	(cd "$SRC" && run "$LOGDIR/configure-$MAJOR.log" ./configure --prefix="$PREFIX" \
 		--enable-tap-tests --enable-debug ${QUEUE_PG_CONFIGURE:-})
 	touch "$SRCROOT/.configured"
 fi
+if [ "$HEADERS" = 1 ]; then
+	if [ ! -e "$SRCROOT/.headers" ]; then
+		say "make generated-headers"
+		run "$LOGDIR/headers-$MAJOR.log" make -C "$SRC/src/backend" generated-headers
+		touch "$SRCROOT/.headers"
+	fi
+	echo "$SRC/src/include"
+	exit 0
+fi
 if [ ! -e "$SRCROOT/.installed" ]; then
 	say "make -j$JOBS (about 10 minutes; log: $LOGDIR/build-$MAJOR.log)"
 	run "$LOGDIR/build-$MAJOR.log" make -C "$SRC" -j"$JOBS"
 	run "$LOGDIR/build-contrib-$MAJOR.log" make -C "$SRC/contrib/dblink" -j"$JOBS"
+	run "$LOGDIR/build-contrib-$MAJOR.log" make -C "$SRC/contrib/test_decoding" -j"$JOBS"
 	run "$LOGDIR/build-isolation-$MAJOR.log" make -C "$SRC/src/test/isolation" -j"$JOBS"
 	say "make install into $PREFIX"
 	run "$LOGDIR/install-$MAJOR.log" make -C "$SRC" install
-	for d in contrib/dblink src/test/regress src/test/isolation src/test/perl; do
+	for d in contrib/dblink contrib/test_decoding src/test/regress src/test/isolation src/test/perl; do
 		run "$LOGDIR/install-$MAJOR.log" make -C "$SRC/$d" install
 	done
 	chmod -R a+rX "$PREFIX"
