@@ -55,14 +55,7 @@ sub churn
 
 # poke(queue): a send, received and deleted: a commit that has the worker
 # visit the queue and leaves its counters as they were
-sub poke
-{
-	my ($queue) = @_;
-	sql(qq(SELECT queue.send('$queue', 'poke')));
-	sql(qq(
-		WITH r AS (SELECT receipt FROM queue.receive('$queue'))
-		SELECT count(*) FROM queue.delete_batch('$queue', ARRAY(SELECT receipt FROM r))));
-}
+sub poke { HeldSnapshot::poke($node, @_); }
 
 sub blocks { return HeldSnapshot::blocks($node, @_); }
 

@@ -75,14 +75,7 @@ sub drain
 }
 
 # poke(queue): a commit the worker notices, the queue's counts unchanged
-sub poke
-{
-	my ($queue) = @_;
-	sql(qq(SELECT queue.send('$queue', 'poke')));
-	sql(qq(
-		WITH r AS (SELECT receipt FROM queue.receive('$queue'))
-		SELECT count(*) FROM queue.delete_batch('$queue', ARRAY(SELECT receipt FROM r))));
-}
+sub poke { HeldSnapshot::poke($node, @_); }
 
 # changed(table, old, queue, secs): whether the table's file changes
 # within secs (the queue poked every second meanwhile)

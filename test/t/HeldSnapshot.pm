@@ -6,6 +6,7 @@
 #   HeldSnapshot::burn_xids($node);           # the horizon 1,100 xids behind
 #   HeldSnapshot::filenode($node, 'q7'); HeldSnapshot::blocks($node, 'q7');
 #   HeldSnapshot::mallory_trap($node);        # role mallory, public.fired, public.trap()
+#   HeldSnapshot::poke($node, 'q');          # a send, received and deleted
 #
 # public.trap() is a trigger function mallory wrote: it records the user it
 # runs as in public.fired and tries to make mallory a superuser.  A test
@@ -46,6 +47,17 @@ sub burn_xids
 	$node->safe_psql('postgres', q(DO $$ BEGIN
 		FOR i IN 1 .. 1100 LOOP PERFORM pg_catalog.txid_current(); COMMIT; END LOOP;
 	END $$));
+}
+
+# poke($node, $queue): a send, received and deleted: a commit that has the
+# worker visit the queue and leaves its counters as they were
+sub poke
+{
+	my ($node, $queue) = @_;
+	$node->safe_psql('postgres', qq(SELECT queue.send('$queue', 'poke')));
+	$node->safe_psql('postgres', qq(
+		WITH r AS (SELECT receipt FROM queue.receive('$queue'))
+		SELECT count(*) FROM queue.delete_batch('$queue', ARRAY(SELECT receipt FROM r))));
 }
 
 sub filenode
