@@ -311,7 +311,7 @@ sql("SELECT pg_reload_conf()");
 passes(1.2);
 $guard->query_safe('COMMIT');
 $guard->quit;
-ok(compacted_from('groups', $fn, undef, 3), 'shared: the group table, its lock rarely free, is compacted');
+ok(compacted_from('groups', $fn, undef, 10), 'shared: the group table, its lock rarely free, is compacted');
 is(rows_of('groups', $gcols, 'true'), $heads, '... every group\'s head kept');
 is(sql("SELECT count(*) FROM queue.receive('sf.fifo', max_messages => 10)"), '10',
 	'... its receives go on');
