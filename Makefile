@@ -3,6 +3,7 @@
 #   make          build the extension
 #   make install  install it into the PostgreSQL that pg_config names
 #   make run      build, install, start a throwaway cluster with the demo
+#                 (PORT=5499 picks its port)
 #   make stop     stop that cluster
 #   make test     build, install, fresh cluster, every suite
 #   make bench    benchmarks (test/bench), never part of make test
@@ -73,7 +74,7 @@ endif
 run:
 	bash test/setup.sh
 	$(MAKE) install
-	bash test/run_demo.sh
+	QUEUE_RUN_PORT=$(PORT) bash test/run_demo.sh
 
 stop:
 	bash test/run_demo.sh stop

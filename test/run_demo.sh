@@ -10,7 +10,10 @@
 # postgres OS user when we are root (initdb and postgres refuse root).  When
 # postgres cannot reach the repository (a clone under /root, say) the data
 # directory goes to /tmp/queue-run-<hash of the repo path> instead; .run/env
-# records where, and the port, so later runs reuse both.  Authentication is
+# records where, and the port, so later runs reuse both.  The port is the
+# one QUEUE_RUN_PORT names (`make run PORT=5499`), else a free one derived
+# from the repository's path; a running cluster on another port is
+# restarted on the one asked for.  Authentication is
 # trust for local connections; the server listens on localhost and on a Unix
 # socket.  Running it again reuses the running server, restarting it only
 # when `make install` has put a different queue.so in place.  To start from
@@ -122,7 +125,9 @@ if [ -z "$DATA" ] || [ ! -f "$DATA/PG_VERSION" ]; then
 		DATA=$ALT/data
 		SOCK=$ALT
 	fi
-	if [ -z "$PORT" ] || ! port_free "$PORT"; then
+	if [ -n "${QUEUE_RUN_PORT:-}" ]; then
+		PORT=$QUEUE_RUN_PORT
+	elif [ -z "$PORT" ] || ! port_free "$PORT"; then
 		PORT=$(pick_port)
 	fi
 	rm -rf "$DATA"
@@ -134,6 +139,12 @@ if [ -z "$DATA" ] || [ ! -f "$DATA/PG_VERSION" ]; then
 	}
 	echo "include = 'run_demo.conf'" | as_run tee -a "$DATA/postgresql.conf" >/dev/null
 	rm -f "$RUN/started_lib.sha256" "$RUN/created_sql.sha256"
+elif [ -n "${QUEUE_RUN_PORT:-}" ] && [ "$QUEUE_RUN_PORT" != "$PORT" ]; then
+	if pg_running; then
+		echo "run_demo: restarting the cluster on port $QUEUE_RUN_PORT (it ran on $PORT)"
+		as_run "$BINDIR/pg_ctl" -D "$DATA" -m fast -w stop >/dev/null
+	fi
+	PORT=$QUEUE_RUN_PORT
 elif ! pg_running && ! port_free "$PORT"; then
 	old=$PORT
 	PORT=$(pick_port)

@@ -98,6 +98,10 @@ cp -a "$REPO/test" "$W/test"
 # as written.
 cp -a "$REPO/README.md" "$W/README.md"
 [ -d "$REPO/docs" ] && cp -a "$REPO/docs" "$W/docs"
+# queue.control and sql/'s file names, which 021_readme_sql holds README's
+# version and docs/operations.md's upgrade list to
+cp -a "$REPO/queue.control" "$W/queue.control"
+mkdir -p "$W/sql" && cp -a "$REPO"/sql/queue--*.sql "$W/sql/"
 rm -rf "$W/test/expected"
 mkdir -p "$W/test/expected" "$W/out/regress" "$W/out/isolation" "$W/tmp" "$W/tmp_check" "$W/logs"
 [ -d "$REPO/expected" ] && cp -a "$REPO/expected/." "$W/test/expected/"

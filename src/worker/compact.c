@@ -348,8 +348,7 @@ compact_try(Oid relid)
 
 	if (rel == NULL)
 		return;
-	if ((why = compact_not_due(rel, RelationGetNumberOfBlocks(rel))) != NULL ||
-		(why = queue_snapshots_unsafe(&transient)) != NULL)
+	if ((why = compact_not_due(rel, RelationGetNumberOfBlocks(rel))) != NULL)
 	{
 		elog(DEBUG2, "queue worker left table %s: %s", RelationGetRelationName(rel), why);
 		table_close(rel, AccessShareLock);
@@ -360,9 +359,13 @@ compact_try(Oid relid)
 	 * A busy table's lock is free only between its statements (the shared
 	 * group table of FIFO queues is opened by every send, receive and
 	 * delete of each of them), so try it a few times a little apart; and
-	 * a moment when no backend holds a snapshot may take a few tries too.
-	 * Taking the lock reads the invalidations that came meanwhile, so rel
-	 * is current when it is checked again.
+	 * a moment when no backend holds a snapshot (its statements' come and
+	 * go) may take a few tries too: the rule is read before the lock is
+	 * tried (no lock taken, and logged for standbys, while it cannot hold)
+	 * and again under it, where what it says is what holds.  A reason that
+	 * does not pass in a moment (a standby, a slot, an export) ends the
+	 * tries.  Taking the lock reads the invalidations that came meanwhile,
+	 * so rel is current when it is checked again.
 	 */
 	for (t = 0; t < QUEUE_COMPACT_TRIES; t++)
 	{
@@ -370,6 +373,12 @@ compact_try(Oid relid)
 		{
 			pg_usleep(QUEUE_RECYCLE_NAP_US);
 			CHECK_FOR_INTERRUPTS();
+		}
+		if ((why = queue_snapshots_unsafe(&transient)) != NULL)
+		{
+			if (!transient)
+				t = QUEUE_COMPACT_TRIES;
+			continue;
 		}
 		if (!ConditionalLockRelationOid(relid, AccessExclusiveLock))
 		{
@@ -402,6 +411,12 @@ compact_try(Oid relid)
 	enable_timeout_after(compact_timeout, QUEUE_COMPACT_LOCK_MS);
 	compact_locked(relid);
 	disable_timeout(compact_timeout, false);
+	if (timed_out)
+	{
+		/* it went off after the rewrite was done: nothing to cancel */
+		timed_out = false;
+		QueryCancelPending = false;
+	}
 }
 
 /*

@@ -33,6 +33,21 @@ my @blocks = DocTest::blocks($readme, 'README.md');
 ok(scalar(grep { $_->{kind} eq 'run' } @blocks) > 0, scalar(@blocks) . ' sql blocks in README.md');
 DocTest::check_links($readme, name => 'README.md');
 
+# --- The version README states, and the upgrade list ----------------------
+# (queue.control's default_version is the release's one place; README says
+# it, and docs/operations.md describes every upgrade step sql/ ships)
+
+my $root = "$FindBin::RealBin/../..";
+my ($version) = PostgreSQL::Test::Utils::slurp_file("$root/queue.control") =~ /^default_version\s*=\s*'([^']+)'/m;
+ok(defined $version, "queue.control names the version ($version)");
+like(PostgreSQL::Test::Utils::slurp_file($readme), qr/at version \Q$version\E:/,
+	"README's status gives version $version");
+my $ops = PostgreSQL::Test::Utils::slurp_file("$root/docs/operations.md");
+for my $step (sort map { m{queue--([0-9.]+)--([0-9.]+)\.sql$} ? "$1 to $2" : () } glob("$root/sql/queue--*--*.sql"))
+{
+	like($ops, qr/\*\*\Q$step\E\*\*/, "docs/operations.md describes the upgrade $step");
+}
+
 my $node = QueueWorkerNode::start('readme');
 my $run = DocTest::run_page($node, $readme, name => 'README.md', prefix => 'readme', keep => [$lead]);
 
