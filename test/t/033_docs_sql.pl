@@ -40,6 +40,18 @@ ok(scalar(@pages) > 1, scalar(@pages) . ' pages in docs/');
 
 DocTest::check_links("$docs/$_", name => "docs/$_") for @pages;
 
+# No two places of docs/ and README.md create the same role (a reader who
+# follows two pages would meet "role ... already exists", or one role
+# standing for two purposes).
+my %made;
+for my $file ((map { "$docs/$_" } @pages), "$docs/../README.md")
+{
+	my $text = PostgreSQL::Test::Utils::slurp_file($file);
+	push @{ $made{ lc $1 } }, ($file =~ m{([^/]+)$})[0] while $text =~ /CREATE ROLE\s+(\w+)/gi;
+}
+is(join('; ', map { "$_: @{$made{$_}}" } grep { @{ $made{$_} } > 1 } sort keys %made), '',
+	'no role is created in two places of the docs');
+
 my $node = QueueWorkerNode::start('docs');
 my ($ran, $skipped, $sigs) = (0, 0, 0);
 for my $page (@pages)

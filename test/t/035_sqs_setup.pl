@@ -67,7 +67,7 @@ ok($rc, 'step 5 (the aws calls) runs') or diag($err);
 like($stdout, qr{"QueueUrl": "http://127.0.0.1:$port/000000000000/jobs"}, 'create-queue answered the queue URL');
 like($stdout, qr/"MessageId": "[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}"/,
 	'send-message answered a UUID');
-is($node->safe_psql('app', q(SET ROLE app; SELECT body FROM queue.peek('jobs'))), 'hello',
+is($node->safe_psql('app', q(SET ROLE sqs_app; SELECT body FROM queue.peek('jobs'))), 'hello',
 	'the message is in the queue for SQL, as the page says');
 $node->stop;
 done_testing();
