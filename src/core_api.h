@@ -4,8 +4,11 @@
  *	  What the core library exports to the SQS endpoint's library
  *	  (src/sqs/, queue_sqs): the few functions it calls directly.  Both
  *	  libraries live in one process; the core is loaded first (it loads
- *	  queue_sqs itself, queue.c), so these symbols resolve.  Everything else
- *	  the endpoint does goes through the SQL API, as the caller's role.
+ *	  queue_sqs itself, queue.c), so these symbols resolve: each is
+ *	  PGDLLEXPORT, since PGXS builds modules with -fvisibility=hidden from
+ *	  PostgreSQL 16 (on 18, without it, queue_sqs.so failed to load:
+ *	  "undefined symbol: queue_pin_process_settings").  Everything else the
+ *	  endpoint does goes through the SQL API, as the caller's role.
  *
  *-------------------------------------------------------------------------
  */
@@ -15,7 +18,7 @@
 #include "utils/timestamp.h"
 
 /* elevated.c: the settings a background process of ours runs under */
-extern void queue_pin_process_settings(void);
+extern PGDLLEXPORT void queue_pin_process_settings(void);
 
 /*
  * wait.c: long polls parked in an event loop instead of a process.  A
@@ -26,21 +29,21 @@ extern void queue_pin_process_settings(void);
  * before each wake: read it before trying a receive, watch, then compare
  * again before sleeping (a commit in between has moved it).
  */
-extern void queue_wait_watcher_attach(int watcher);
-extern void queue_wait_watcher_detach(int watcher);
-extern void queue_wait_watch(int watcher, int64 queue_id, bool on);
-extern uint64 queue_wait_generation_of(int64 queue_id);
-extern int	queue_wait_slot_of(int64 queue_id);
+extern PGDLLEXPORT void queue_wait_watcher_attach(int watcher);
+extern PGDLLEXPORT void queue_wait_watcher_detach(int watcher);
+extern PGDLLEXPORT void queue_wait_watch(int watcher, int64 queue_id, bool on);
+extern PGDLLEXPORT uint64 queue_wait_generation_of(int64 queue_id);
+extern PGDLLEXPORT int	queue_wait_slot_of(int64 queue_id);
 
 /* acl.c: whether a role may log in now (LOGIN, VALID UNTIL not past) */
-extern bool queue_role_may_log_in(Oid role, TimestampTz now);
+extern PGDLLEXPORT bool queue_role_may_log_in(Oid role, TimestampTz now);
 
 /*
  * move_task.c: the current transaction recorded a RUNNING message move
  * task (queue._move_tasks); its commit wakes the database's queue worker,
  * which runs the task in the background.
  */
-extern void queue_move_task_started(void);
+extern PGDLLEXPORT void queue_move_task_started(void);
 
 /*
  * citus.c: on a Citus cluster queue.citus_setup() set up, the SQS endpoint
@@ -50,6 +53,6 @@ extern void queue_move_task_started(void);
  * lookup that failed: logged, not thrown; the request's own timeouts and
  * cancels are).  SPI connected.
  */
-extern char *queue_citus_endpoint_of(const char *queue_name);
+extern PGDLLEXPORT char *queue_citus_endpoint_of(const char *queue_name);
 
 #endif							/* QUEUE_CORE_API_H */

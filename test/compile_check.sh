@@ -61,6 +61,12 @@ for f in src/*.c src/*/*.c; do
 		failed=$((failed + 1))
 	fi
 done
+# What queue_sqs.so calls in queue.so must be exported (PGXS hides a
+# module's symbols from 16 on): every declaration of src/core_api.h.
+if grep -E '^extern ' src/core_api.h | grep -v PGDLLEXPORT; then
+	echo "compile_check: the declarations above in src/core_api.h lack PGDLLEXPORT"
+	failed=$((failed + 1))
+fi
 if [ "$failed" -gt 0 ]; then
 	echo "compile_check: $failed of $n files do not compile against PostgreSQL $MAJOR ($INC)"
 	exit 1

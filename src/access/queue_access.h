@@ -47,7 +47,7 @@ extern QueueMeta *queue_open(QueueCall *call, text *name, QueuePriv priv);
 extern void queue_close(QueueCall *call);
 
 extern bool queue_holds_by_id(int64 queue_id, Oid role, QueuePriv priv, bool any);
-extern bool queue_role_may_log_in(Oid role, TimestampTz now);
+extern PGDLLEXPORT bool queue_role_may_log_in(Oid role, TimestampTz now);
 
 /* role_refs.c */
 extern void queue_role_refs_utility(Node *stmt, bool done);

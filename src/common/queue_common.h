@@ -244,7 +244,7 @@ typedef struct QueueSandbox
 	int			save_sec;
 	int			nestlevel;
 } QueueSandbox;
-extern void queue_pin_process_settings(void);
+extern PGDLLEXPORT void queue_pin_process_settings(void);
 extern void queue_bound_lock_waits(void);
 extern void queue_recover(MemoryContext cxt);
 extern void queue_sandbox_enter(QueueSandbox *sb, Oid role, const char *search_path,
@@ -283,6 +283,6 @@ extern void queue_note_ready(int64 queue_id, TimestampTz at_commit,
 							 TimestampTz at_abort);
 extern void queue_wake(int64 queue_id);
 extern void queue_wake_all(void);
-extern int	queue_wait_slot_of(int64 queue_id);
+extern PGDLLEXPORT int	queue_wait_slot_of(int64 queue_id);
 
 #endif							/* QUEUE_COMMON_H */
