@@ -2,8 +2,8 @@
  *
  * vacuum.c
  *	  The worker vacuums a queue's tables once they have churned more
- *	  than they hold; while a snapshot holds vacuum back, it recycles
- *	  those that empty and compacts those that do not.
+ *	  than they hold; while a transaction holds vacuum back, it recycles
+ *	  those that empty (compact.c rewrites those that do not).
  *
  * A queue rewrites its rows all the time (a receive updates a message, a
  * delete removes it, a FIFO group's row changes with its head), and every
@@ -31,18 +31,19 @@
  * QUEUE_RECYCLE_NEAR_EMPTY) for a moment when they say it holds no
  * message, takes the table's exclusive lock without waiting for it
  * (ConditionalLockRelationOid: no sender or receiver ever queues behind
- * the worker), proves under the lock that no row is live, and truncates
- * it: the dead versions and their index entries go at once, whatever the
- * snapshot.  Invariants:
+ * the worker), proves under the lock that no row is live and that no
+ * snapshot could see the rows that go (horizon.c's rule, read before the
+ * lock is tried and again under it), and truncates it: the dead versions
+ * and their index entries go at once.  Invariants:
  *	  - Nothing live is ever removed.  Under the exclusive lock no other
  *	    transaction has the table open, so no insert, lease or delete is in
  *	    progress (a prepared transaction keeps its lock too); the check
  *	    reads every block with the latest snapshot, and a single visible
  *	    row stops it.  Only versions that no new snapshot can see go.
- *	  - A snapshot older than the truncation sees the table empty if it
- *	    reads it afterwards, as after any TRUNCATE (the PostgreSQL
- *	    documentation's MVCC caveat): the rows it misses were deleted
- *	    before the truncation, by transactions that committed.
+ *	  - No snapshot older than the truncation exists, here, exported or on
+ *	    a standby (horizon.c): a REPEATABLE READ reader, a pg_dump
+ *	    --snapshot, a slot's initial copy or a connected standby leave the
+ *	    table to plain vacuum, so none ever sees it emptied.
  *	  - User code never runs: a table with any trigger (a user's, or the
  *	    foreign keys' that reference it) is never recycled, and the
  *	    truncation is ExecuteTruncateGuts called directly, not a statement
@@ -74,19 +75,11 @@
 #include "access/tableam.h"
 #include "access/transam.h"
 #include "access/xact.h"
-#include "catalog/pg_am.h"
-#include "catalog/pg_index.h"
-#include "commands/cluster.h"
 #include "commands/tablecmds.h"
 #include "commands/vacuum.h"
 #include "miscadmin.h"
-#include "nodes/nodeFuncs.h"
-#include "utils/builtins.h"
-#include "pgstat.h"
-#include "storage/predicate.h"
 #include "storage/bufmgr.h"
 #include "storage/lmgr.h"
-#include "storage/procarray.h"
 #include "utils/rel.h"
 #include "utils/snapmgr.h"
 #include "utils/timestamp.h"
