@@ -367,7 +367,12 @@ fi
 rm -rf "$REPO/.test"
 mkdir -p "$REPO/.test"
 cp -a out/regress out/isolation out/regress-dedicated out/isolation-dedicated logs "$REPO/.test/" 2>/dev/null
-[ -d tmp_check/log ] && cp -a tmp_check/log "$REPO/.test/tap"
+# (tmp_check/log up to 16; from 17 the TAP modules write to log/)
+if [ -d tmp_check/log ]; then
+	cp -a tmp_check/log "$REPO/.test/tap"
+elif [ -d log ]; then
+	cp -a log "$REPO/.test/tap"
+fi
 chown -R "$(stat -c %u:%g "$REPO")" "$REPO/.test" 2>/dev/null
 [ -f "$REPO/regression.diffs" ] && chown "$(stat -c %u:%g "$REPO")" "$REPO/regression.diffs" 2>/dev/null
 
@@ -375,6 +380,16 @@ echo
 if [ ${#FAILED_NAMES[@]} -gt 0 ]; then
 	echo "failed: ${FAILED_NAMES[*]}"
 	[ -f "$REPO/regression.diffs" ] && echo "diffs: $REPO/regression.diffs"
+	# What failed, last (a CI log is often read from its end): each failed
+	# TAP file's "not ok" lines and its diagnostics, 12 lines at most each.
+	for name in "${FAILED_NAMES[@]}"; do
+		[[ "$name" == tap/* ]] || continue
+		for log in "$REPO/.test/tap/regress_log_${name#tap/}"; do
+			[ -s "$log" ] || continue
+			echo "--- $name:"
+			grep -E '^(not ok|# )' "$log" | grep -v '^# Running:' | tail -n 12
+		done
+	done
 	echo "outputs: $REPO/.test/"
 fi
 echo "$PASSED passed, $FAILED failed"

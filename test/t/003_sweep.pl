@@ -16,7 +16,7 @@ use PostgreSQL::Test::Utils;
 use Test::More;
 use QueueWorkerNode;
 
-my $node = QueueWorkerNode::start('sweep');
+my $node = QueueWorkerNode::start('sweep', "log_min_messages = debug1\n");
 
 sub q_id { return QueueWorkerNode::queue_id($node, @_); }
 
@@ -45,11 +45,11 @@ $node->safe_psql('postgres',
 is($node->safe_psql('postgres', "SELECT count(*) FROM queue.receive('exp', max_messages => 10, visibility_timeout => '0')"),
 	'1', 'an expired message is never delivered, swept or not');
 sweep_now();
-ok($node->poll_query_until('postgres', "SELECT count(*) FROM queue_data.q$exp", '1'),
+ok(QueueWorkerNode::poll($node, "SELECT count(*) FROM queue_data.q$exp", '1'),
 	'worker deletes the messages past retention');
 is($node->safe_psql('postgres', "SELECT body FROM queue_data.q$exp"),
 	'young', 'and keeps the one within retention');
-ok($node->poll_query_until('postgres',
+ok(QueueWorkerNode::poll($node,
 		"SELECT expired FROM queue.stats WHERE queue_name = 'exp'", '5'),
 	'queue.stats.expired counts them');
 
@@ -63,9 +63,9 @@ $node->safe_psql('postgres',
 $node->safe_psql('postgres',
 	"UPDATE queue_data.q$big SET sent_at = sent_at - interval '2 minutes'");
 sweep_now();
-ok($node->poll_query_until('postgres', "SELECT count(*) FROM queue_data.q$big", '0'),
+ok(QueueWorkerNode::poll($node, "SELECT count(*) FROM queue_data.q$big", '0'),
 	'2500 expired messages are swept, over several batches');
-ok($node->poll_query_until('postgres',
+ok(QueueWorkerNode::poll($node,
 		"SELECT expired FROM queue.stats WHERE queue_name = 'big'", '2500'),
 	'all of them counted as expired');
 
@@ -75,8 +75,7 @@ ok($node->poll_query_until('postgres',
 # sweep them first), then started afresh: a new worker sweeps every queue.
 $node->safe_psql('postgres',
 	"ALTER SYSTEM SET queue.worker_enabled = off; SELECT pg_reload_conf()");
-ok( $node->poll_query_until(
-		'postgres',
+ok( QueueWorkerNode::poll($node,
 		"SELECT count(*) FROM pg_stat_activity WHERE backend_type = 'queue worker'",
 		'0'),
 	'worker stopped');
@@ -93,7 +92,7 @@ $locker->query_safe(
 	"SELECT 1 FROM queue_data.q$held WHERE body = 'h2' FOR UPDATE");
 $node->safe_psql('postgres',
 	"ALTER SYSTEM RESET queue.worker_enabled; SELECT pg_reload_conf()");
-ok($node->poll_query_until('postgres', "SELECT string_agg(body, ',') FROM queue_data.q$held", 'h2'),
+ok(QueueWorkerNode::poll($node, "SELECT string_agg(body, ',') FROM queue_data.q$held", 'h2'),
 	'sweep deletes the expired rows nobody holds and skips the locked one');
 is( $node->safe_psql(
 		'postgres',
@@ -104,7 +103,7 @@ is( $node->safe_psql(
 $locker->query_safe('COMMIT');
 $locker->quit;
 sweep_now();
-ok($node->poll_query_until('postgres', "SELECT count(*) FROM queue_data.q$held", '0'),
+ok(QueueWorkerNode::poll($node, "SELECT count(*) FROM queue_data.q$held", '0'),
 	'the held row is swept once released');
 
 # --- Deduplication ids past their window ----------------------------------
@@ -124,8 +123,7 @@ $node->safe_psql('postgres',
 	"UPDATE queue_data.d$dd SET accepted_at = accepted_at - interval '10 minutes' WHERE deduplication_id = 'old-id'"
 );
 sweep_now();
-ok( $node->poll_query_until(
-		'postgres',
+ok( QueueWorkerNode::poll($node,
 		"SELECT count(*) FROM queue_data.d$dd WHERE deduplication_id = 'old-id'",
 		'0'),
 	'worker forgets a deduplication id past its window');
@@ -149,7 +147,7 @@ is(count_of("queue_data.a$dd"), '1', 'receive attempt recorded');
 $node->safe_psql('postgres',
 	"UPDATE queue_data.a$dd SET received_at = received_at - interval '10 minutes'");
 sweep_now();
-ok($node->poll_query_until('postgres', "SELECT count(*) FROM queue_data.a$dd", '0'),
+ok(QueueWorkerNode::poll($node, "SELECT count(*) FROM queue_data.a$dd", '0'),
 	'worker forgets a receive attempt past its window');
 
 # --- FIFO: expired messages and their group rows --------------------------
@@ -170,14 +168,13 @@ $node->safe_psql('postgres',
 	"UPDATE queue_data.q$ff SET sent_at = sent_at - interval '2 minutes' WHERE message_group_id <> 'gc'"
 );
 sweep_now();
-ok($node->poll_query_until('postgres', "SELECT string_agg(body, ',') FROM queue_data.q$ff", 'c1'),
+ok(QueueWorkerNode::poll($node, "SELECT string_agg(body, ',') FROM queue_data.q$ff", 'c1'),
 	'FIFO: worker deletes the expired messages');
-ok( $node->poll_query_until(
-		'postgres',
+ok( QueueWorkerNode::poll($node,
 		"SELECT string_agg(message_group_id, ',' ORDER BY 1) FROM queue_data.g$ff",
 		'gc'),
 	'FIFO: the emptied groups\' rows go too');
-ok($node->poll_query_until('postgres',
+ok(QueueWorkerNode::poll($node,
 		"SELECT expired FROM queue.stats WHERE queue_name = 'ff'", '3'),
 	'FIFO: queue.stats.expired counts them');
 is( $node->safe_psql(
@@ -196,8 +193,7 @@ SELECT queue.send('ff', 'd2', message_group_id => 'gd', deduplication_id => 'd2'
 $node->safe_psql('postgres',
 	"UPDATE queue_data.q$ff SET sent_at = sent_at - interval '2 minutes' WHERE body = 'd1'");
 sweep_now();
-ok( $node->poll_query_until(
-		'postgres',
+ok( QueueWorkerNode::poll($node,
 		"SELECT count(*) FROM queue_data.q$ff WHERE body = 'd1'", '0'),
 	'FIFO: the expired head of a group is swept');
 is( $node->safe_psql(
@@ -242,7 +238,7 @@ BEGIN
 	END LOOP;
 END $$;
 ));
-ok($node->poll_query_until('postgres', "SELECT count(*) FROM queue_data.q$rds", '0'),
+ok(QueueWorkerNode::poll($node, "SELECT count(*) FROM queue_data.q$rds", '0'),
 	'FIFO: 1100 messages moved to the dead-letter queue');
 $node->safe_psql('postgres',
 	"SELECT count(*) FROM (SELECT array_agg('t' || i) b FROM generate_series(1, 50) i) s,"
@@ -259,14 +255,13 @@ is( $node->safe_psql(
 $node->safe_psql('postgres',
 	"UPDATE queue_data.q$rds SET sent_at = sent_at - interval '2 minutes' WHERE message_group_id = 't'");
 sweep_now();
-ok( $node->poll_query_until(
-		'postgres',
+ok( QueueWorkerNode::poll($node,
 		"SELECT count(*) FROM queue_data.q$rds WHERE message_group_id = 't'", '0'),
 	'FIFO: the worker sweeps the expired messages behind 1100 redriven ones');
 is($node->safe_psql('postgres', "SELECT count(*) FROM queue_data.q$rds"),
 	'1100', 'and keeps the redriven ones');
-ok( $node->poll_query_until(
-		'postgres', "SELECT count(*) FROM queue_data.g$rds", '1'),
+ok( QueueWorkerNode::poll($node,
+		"SELECT count(*) FROM queue_data.g$rds", '1'),
 	'FIFO: the emptied group\'s row goes');
 
 # --- Dead letters already expired in their dead-letter queue --------------
@@ -280,8 +275,7 @@ my $xdl = q_id('xdl');
 $node->safe_psql('postgres',
 	"SELECT queue.create('xs', retention => '1 hour', dead_letter_queue => 'xdl', max_receive_count => 1)");
 my $xs = q_id('xs');
-ok( $node->poll_query_until(
-		'postgres',
+ok( QueueWorkerNode::poll($node,
 		"SELECT coalesce(idx_scan, 0) + coalesce(seq_scan, 0) > 0 FROM pg_stat_user_tables"
 		  . " WHERE relid = 'queue_data.q$xdl'::regclass"),
 	'the worker has looked at the empty dead-letter queue');
@@ -294,7 +288,7 @@ $node->safe_psql('postgres',
 	"SELECT count(*) FROM queue.receive('xs', visibility_timeout => '0')");
 is($node->safe_psql('postgres', "SELECT dead_lettered FROM queue.stats WHERE queue_name = 'xs'"),
 	'1', 'the message went to its dead-letter queue');
-ok($node->poll_query_until('postgres', "SELECT count(*) FROM queue_data.q$xdl", '0'),
+ok(QueueWorkerNode::poll($node, "SELECT count(*) FROM queue_data.q$xdl", '0'),
 	'the worker sweeps it there, past that queue\'s retention (no send, no reload)');
 
 # --- Topics: deduplication ids past the topic's 5-minute window -----------
@@ -308,7 +302,7 @@ my $topic = $node->safe_psql('postgres', "SELECT topic_id FROM queue.topics WHER
 $node->safe_psql('postgres',
 	"UPDATE queue_data.t$topic SET accepted_at = accepted_at - interval '6 minutes' WHERE deduplication_id = 'old'");
 sweep_now();
-ok($node->poll_query_until('postgres', "SELECT string_agg(deduplication_id, ',') FROM queue_data.t$topic", 'young'),
+ok(QueueWorkerNode::poll($node, "SELECT string_agg(deduplication_id, ',') FROM queue_data.t$topic", 'young'),
 	'worker forgets topic deduplication ids past their window, keeps the others');
 is($node->safe_psql('postgres',
 		"SELECT duplicate FROM queue.publish('swept_topic', 'old', message_group_id => 'g', deduplication_id => 'old')"),
