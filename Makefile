@@ -8,6 +8,9 @@
 #   make test     build, install, fresh cluster, every suite
 #   make bench    benchmarks (test/bench), never part of make test
 #   make fuzz     the SQL-call and SQS-endpoint fuzzers (test/fuzz), FUZZ_ITERATIONS each
+#   make deb      Debian packages postgresql-NN-queue, one per major with headers here (.deb/)
+#   make deb-test build them, install each, run the regress suite on it, remove it
+#   make test-versions  every suite on each PostgreSQL major test/build_pg.sh built
 
 EXTENSION  = queue
 MODULE_big = queue
@@ -70,7 +73,7 @@ sqs-lib:
 	@echo "note: no libmicrohttpd header (libmicrohttpd-dev) or no src/sqs/server.c: queue_sqs, the SQS endpoint, is not built"
 endif
 
-.PHONY: run stop test bench fuzz
+.PHONY: run stop test bench fuzz deb deb-test test-versions
 run:
 	bash test/setup.sh
 	$(MAKE) install
@@ -94,6 +97,15 @@ fuzz:
 	bash test/setup.sh
 	$(MAKE) install
 	rc=0; bash test/fuzz/run.sh || rc=1; bash test/fuzz/sqs_run.sh || rc=1; exit $$rc
+
+deb:
+	bash test/deb.sh build
+
+deb-test:
+	bash test/deb.sh test
+
+test-versions:
+	bash test/test_versions.sh
 
 bench:
 	bash test/setup.sh

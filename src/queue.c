@@ -18,6 +18,7 @@
 #include "common/queue_common.h"
 #include "storage/queue_storage.h"
 #include "lease/queue_lease.h"
+#include "api/queue_api.h"
 #include "push/queue_push.h"
 #include "worker/queue_worker.h"
 
@@ -221,6 +222,7 @@ _PG_init(void)
 
 	queue_catalog_init();
 	queue_planner_hook_init();
+	queue_api_errors_init();
 
 	if (process_shared_preload_libraries_in_progress)
 	{

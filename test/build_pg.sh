@@ -49,13 +49,20 @@ MAJOR=${1:-}
 HEADERS=0
 [ "${2:-}" = --headers ] && HEADERS=1
 case $MAJOR in
+16) SUITE= ;; # in no Debian suite reachable here: QUEUE_PG_SRC names a tree
 17) SUITE=trixie ;;
 18) SUITE=sid ;;
+19) SUITE=experimental ;;
 *)
-	echo "usage: $0 17|18 [--headers]" >&2
+	echo "usage: $0 16|17|18|19 [--headers]" >&2
 	exit 2
 	;;
 esac
+if [ -z "$SUITE" ] && [ -z "${QUEUE_PG_SRC:-}" ]; then
+	echo "build_pg $MAJOR: no Debian suite carries $MAJOR; set QUEUE_PG_SRC to a PostgreSQL $MAJOR source tree" \
+		"(postgres/postgres at the newest REL_${MAJOR}_* tag: docs/commands.md)" >&2
+	exit 2
+fi
 CACHE=${QUEUE_PG_CACHE:-/var/cache/queue-pg}
 JOBS=${QUEUE_PG_JOBS:-2}
 PREFIX=$CACHE/$MAJOR

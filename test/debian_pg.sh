@@ -5,6 +5,8 @@
 #
 #   bash test/debian_pg.sh 17          # trixie's postgresql-17; as root
 #   bash test/debian_pg.sh 18          # sid's postgresql-18
+#   bash test/debian_pg.sh 19          # experimental's postgresql-19 (beta),
+#                                      # in the sid chroot
 #
 # This is what users of those versions run (Debian's build, its paths, its
 # server-dev package with PGXS, pg_regress, the isolation tester and the TAP
@@ -30,11 +32,13 @@
 set -euo pipefail
 
 MAJOR=${1:-}
+FROM=
 case $MAJOR in
 17) SUITE=trixie ;;
 18) SUITE=sid ;;
+19) SUITE=sid FROM=experimental ;;
 *)
-	echo "usage: $0 17|18" >&2
+	echo "usage: $0 17|18|19" >&2
 	exit 2
 	;;
 esac
@@ -99,11 +103,18 @@ if [ ! -e "$ROOT/.installed-$MAJOR-sqs" ]; then
 		mkdir -p "$ROOT/usr/local/share/ca-certificates"
 		cp /usr/local/share/ca-certificates/*.crt "$ROOT/usr/local/share/ca-certificates/"
 	fi
+	# A beta comes from experimental: only its own packages (pkg/suite),
+	# everything else from the chroot's release.
+	pg_pkgs="postgresql-$MAJOR postgresql-server-dev-$MAJOR"
+	if [ -n "$FROM" ]; then
+		echo "deb $mirror $FROM main" >"$ROOT/etc/apt/sources.list.d/queue-$FROM.list"
+		pg_pkgs="postgresql-$MAJOR/$FROM postgresql-server-dev-$MAJOR/$FROM postgresql-client-$MAJOR/$FROM"
+	fi
 	say "apt-get install postgresql-$MAJOR and the test tools (log: $LOGDIR/chroot-install-$MAJOR.log)"
 	# Check-Valid-Until off: a mirror that is a dated snapshot serves sid's
 	# Release file past its expiry (seen here), and apt then refuses it.
 	chroot "$ROOT" sh -c "apt-get -o Acquire::Check-Valid-Until=false update && apt-get install -y --no-install-recommends \
-		postgresql-$MAJOR postgresql-server-dev-$MAJOR libssl-dev build-essential libipc-run-perl \
+		$pg_pkgs libssl-dev build-essential libipc-run-perl \
 		python3-psycopg nodejs npm prometheus-postgres-exporter curl ca-certificates \
 		libmicrohttpd-dev libcurl4-openssl-dev python3-boto3 awscli &&
 		update-ca-certificates && npm config set cafile /etc/ssl/certs/ca-certificates.crt" \

@@ -101,6 +101,9 @@ cp -a "$REPO/README.md" "$W/README.md"
 # queue.control and sql/'s file names, which 021_readme_sql holds README's
 # version and docs/operations.md's upgrade list to
 cp -a "$REPO/queue.control" "$W/queue.control"
+# and META.json, which 021 holds to the control file's version and to
+# PGXN's spec (test/release_meta.py)
+[ -f "$REPO/META.json" ] && cp -a "$REPO/META.json" "$W/META.json"
 mkdir -p "$W/sql" && cp -a "$REPO"/sql/queue--*.sql "$W/sql/"
 rm -rf "$W/test/expected"
 mkdir -p "$W/test/expected" "$W/out/regress" "$W/out/isolation" "$W/tmp" "$W/tmp_check" "$W/logs"

@@ -9,6 +9,9 @@
  *	  send.c      send, send_batch (and the entries of topics' deliveries)
  *	  receive.c   receive (long polls, receive attempts), peek
  *	  settle.c    delete, delete_batch, change_visibility(_batch)
+ *	  errors.c    what every public function's errors show: no context
+ *	              lines of the extension's internals (the fmgr hook;
+ *	              calls nothing of ours)
  *
  * May call: lease/, fifo/, state/, access/, storage/, common/.  Nothing here includes or calls a folder above
  * it (the layers, bottom to top: common, storage, access, state, fifo,
@@ -35,6 +38,9 @@ extern void queue_send_entries(QueueMeta *q, SendBatch *b, int64 delay,
 extern void queue_batch_array(FunctionCallInfo fcinfo, int argno,
 							  const char *argname, int n, Oid elemtype,
 							  Datum **vals, bool **nulls);
+
+/* errors.c: installed by _PG_init */
+extern void queue_api_errors_init(void);
 
 /* receive.c: a consumer's FIFO receive takes one group (consumer.c) */
 extern bool queue_receive_one_group;

@@ -74,5 +74,24 @@ is(sql("SELECT queue.redrive('wfdlq')"), '1', 'redrive moves it back');
 is(sql("SELECT string_agg(body || ':' || receive_count, ',') FROM queue.peek('wfsrc')"),
 	'f1:0,f2:1,f3:1', 'ahead of the messages it was ahead of, receive count 0');
 
+# --- A notice from inside redrive: its text and the caller's context ------
+
+# (src/api/errors.c: the mark that finds the internals' lines of an error
+# is not put on a notice; the caller's own lines stay.)
+sql("SELECT queue.drop('wsrc')");
+my ($out, $err) = ('', '');
+$node->psql(
+	'postgres',
+	"\\set SHOW_CONTEXT always\nDO \$\$ BEGIN PERFORM queue.redrive('wdlq'); END \$\$",
+	stdout => \$out,
+	stderr => \$err);
+like($err, qr/NOTICE:  message \d+ has no source queue to go back to; it stays/,
+	'a redrive whose source is gone says so in a notice');
+like(
+	$err,
+	qr/CONTEXT:  SQL statement "SELECT queue.redrive\('wdlq'\)"\nPL\/pgSQL function inline_code_block line 1 at PERFORM\n*\z/,
+	'the notice\'s context is the caller\'s statement and block, and only that');
+unlike($err, qr/\x1f|queue\._/, 'nothing of the internals, nor the mark');
+
 $node->stop;
 done_testing();

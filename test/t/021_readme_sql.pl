@@ -42,6 +42,9 @@ my ($version) = PostgreSQL::Test::Utils::slurp_file("$root/queue.control") =~ /^
 ok(defined $version, "queue.control names the version ($version)");
 like(PostgreSQL::Test::Utils::slurp_file($readme), qr/at version \Q$version\E:/,
 	"README's status gives version $version");
+my $meta = `python3 $root/test/release_meta.py --check 2>&1`;
+is($?, 0, 'META.json carries the control file\'s version and is valid PGXN metadata')
+  or diag($meta);
 my $ops = PostgreSQL::Test::Utils::slurp_file("$root/docs/operations.md");
 for my $step (sort map { m{queue--([0-9.]+)--([0-9.]+)\.sql$} ? "$1 to $2" : () } glob("$root/sql/queue--*--*.sql"))
 {
