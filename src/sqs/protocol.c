@@ -526,14 +526,39 @@ fold_insert(FoldNode *obj, char **segs, int nseg, const char *value,
 	if (nseg == 1)
 	{
 		/* an empty list or map is sent as its name with no value */
-		if (value[0] != '\0')
-			sqs_fail(SQS_ERR_INVALID_PARAMETER_VALUE,
-					 "Parameter %s must be %s.", param, kind_name(kind));
-		return;
+		if (value[0] == '\0')
+			return;
+
+		/*
+		 * A list's one entry without an index is its first: the Query
+		 * API's older form, AttributeName=All (boto 2's GetQueueAttributes,
+		 * fog-aws's ReceiveMessage), which SQS still takes.
+		 */
+		if (kind == FOLD_LIST)
+		{
+			fold_set_string(fold_child(child, NULL, 1, FOLD_STRING, param), value, param);
+			return;
+		}
+		sqs_fail(SQS_ERR_INVALID_PARAMETER_VALUE,
+				 "Parameter %s must be %s.", param, kind_name(kind));
 	}
 	if (kind == FOLD_OBJECT)
 	{
 		fold_insert(child, segs + 1, nseg - 1, value, param);
+		return;
+	}
+
+	/*
+	 * A map's one entry without an index (Attribute.Name=X,
+	 * Attribute.Value=Y: boto 2's and fog-aws's SetQueueAttributes) is its
+	 * first, as SQS takes it.
+	 */
+	if (kind == FOLD_MAP &&
+		(strcmp(segs[1], "Name") == 0 || strcmp(segs[1], "Key") == 0 ||
+		 strcmp(segs[1], "Value") == 0))
+	{
+		fold_insert(fold_child(child, NULL, 1, FOLD_OBJECT, param),
+					segs + 1, nseg - 1, value, param);
 		return;
 	}
 

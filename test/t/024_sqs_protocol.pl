@@ -268,6 +268,48 @@ for my $proto ('json', 'query')
 	}
 }
 
+# --- Older clients' unindexed forms ------------------------------------------
+# Exactly what boto 2.49 (Debian's python3-boto) and fog-aws 3.15 send: to
+# the queue's URL as path, a list's one entry without an index
+# (AttributeName=All) and a map's one entry without one (Attribute.Name,
+# Attribute.Value); SQS's Query API takes both as the first entry.
+{
+	my $qpath = '/123456789012/oldforms';
+	my ($made) = wire({ proto => 'query', action => 'CreateQueue', input => { QueueName => 'oldforms' } });
+	is($made->{status}, 200, 'a queue for the old forms');
+	my @old = wire(
+		{ proto => 'query', action => 'SetQueueAttributes', path => $qpath,
+		  params => [ [ 'Attribute.Name', 'VisibilityTimeout' ], [ 'Attribute.Value', '42' ] ] },
+		{ proto => 'query', action => 'GetQueueAttributes', path => $qpath,
+		  params => [ [ 'AttributeName', 'All' ] ] },
+		{ proto => 'query', action => 'GetQueueAttributes', path => $qpath,
+		  params => [ [ 'AttributeName', 'VisibilityTimeout' ] ] },
+		{ proto => 'query', action => 'SendMessage', path => $qpath,
+		  params => [ [ 'MessageBody', 'from an old client' ] ] },
+		{ proto => 'query', action => 'ReceiveMessage', path => $qpath,
+		  params => [ [ 'AttributeName', 'All' ], [ 'MaxNumberOfMessages', '10' ], [ 'VisibilityTimeout', '0' ] ] },
+		{ proto => 'query', action => 'SetQueueAttributes', path => $qpath,
+		  params => [ [ 'Attribute.Name', 'VisibilityTimeout' ], [ 'Attribute.1.Value', '43' ] ] },
+		{ proto => 'query', action => 'GetQueueAttributes', path => $qpath,
+		  params => [ [ 'AttributeName', 'VisibilityTimeout' ], [ 'AttributeName.1', 'DelaySeconds' ] ] });
+	is($old[0]{status}, 200, 'boto 2 SetQueueAttributes (Attribute.Name, Attribute.Value): 200')
+	  or diag($old[0]{body});
+	is($old[1]{parsed}{Attributes}{VisibilityTimeout}, '42',
+		'boto 2 GetQueueAttributes (AttributeName=All): every attribute, the one set among them');
+	ok(exists $old[1]{parsed}{Attributes}{QueueArn}, 'AttributeName=All answers all of them');
+	is_deeply([ keys %{ $old[2]{parsed}{Attributes} // {} } ], ['VisibilityTimeout'],
+		'AttributeName=VisibilityTimeout: that one');
+	is($old[3]{status}, 200, 'a send to the queue\'s path');
+	my ($got) = grep { $_->{Body} eq 'from an old client' } @{ $old[4]{parsed}{Messages} // [] };
+	ok($got, 'fog-aws ReceiveMessage (AttributeName=All): the message')
+	  or diag($old[4]{body});
+	like($got->{Attributes}{SentTimestamp} // '', qr/^\d{13}$/, 'with its attributes');
+	is($old[5]{status}, 200, 'Attribute.Name beside Attribute.1.Value: one entry, the first')
+	  or diag($old[5]{body});
+	is($old[6]{status}, 400, 'AttributeName and AttributeName.1 with different names: refused');
+	is($old[6]{code}, 'InvalidParameterValue', 'as InvalidParameterValue');
+}
+
 # Nothing of the endpoint stays in a transaction after all that.
 is( $node->safe_psql('postgres',
 		"SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%' OR (backend_xid IS NOT NULL AND backend_type <> 'client backend')"

@@ -14,6 +14,8 @@ Each input line is a JSON object:
     raw     json only: the body as given, instead of input (malformed JSON)
     target  json only: the whole X-Amz-Target header instead of AmazonSQS.<action>
     no_action  query only: leave the Action parameter out
+    path    query only: the request's path (default "/"), as older clients
+            send a queue's requests to its URL (boto 2, fog-aws)
     sign    "good" (default), "none", "secret" (wrong secret), "key" (unknown key)
 Each output line is a JSON object: status, qerr (x-amzn-query-error),
 ctype, body, and for errors code and type (Query: botocore's own parse of
@@ -66,11 +68,11 @@ def send(req):
     if sign != "none":
         creds = Credentials(key if sign != "key" else "AKIDNOSUCHKEY0000000",
                             secret if sign != "secret" else secret + "x")
-        aws = AWSRequest(method="POST", url="http://%s/" % host, data=body,
+        aws = AWSRequest(method="POST", url="http://%s%s" % (host, req.get("path", "/")), data=body,
                          headers=headers)
         SigV4Auth(creds, "sqs", region).add_auth(aws)
         headers = dict(aws.headers.items())
-    conn.request("POST", "/", body=body, headers=headers)
+    conn.request("POST", req.get("path", "/"), body=body, headers=headers)
     r = conn.getresponse()
     data = r.read()
     out = {
