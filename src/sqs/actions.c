@@ -454,9 +454,16 @@ in_int(JsonbContainer *c, const char *key, int64 min, int64 max, int64 *out)
 	if (s == NULL)
 		return false;
 	if (!wire_int(s, out) || *out < min || *out > max)
+	{
+		/* SQS's own words (REFERENCE.md 1.7; recorded by LocalStack's suite) */
+		if (strcmp(key, "WaitTimeSeconds") == 0)
+			sqs_fail(SQS_ERR_INVALID_PARAMETER_VALUE,
+					 "Value %s for parameter %s is invalid. Reason: Must be >= "
+					 INT64_FORMAT " and <= " INT64_FORMAT ", if provided.", s, key, min, max);
 		sqs_fail(SQS_ERR_INVALID_PARAMETER_VALUE,
-				 "Value %s for parameter %s is invalid. Reason: must be between "
-				 INT64_FORMAT " and " INT64_FORMAT ".", s, key, min, max);
+				 "Value %s for parameter %s is invalid. Reason: Must be between "
+				 INT64_FORMAT " and " INT64_FORMAT ", if provided.", s, key, min, max);
+	}
 	return true;
 }
 
@@ -1130,18 +1137,29 @@ parse_queue_attrs(JsonbContainer *map, bool creating, QueueAttrs *a, bool queue_
 			parse_redrive_allow(v, a);
 		else if (strcmp(n, "FifoQueue") == 0)
 		{
-			if (!creating)
-				sqs_fail(SQS_ERR_INVALID_ATTRIBUTE_NAME,
-						 "Unknown Attribute FifoQueue: it is set only when a queue is created.");
-			a->has_fifo = true, a->fifo = attr_bool(n, v);
+			/*
+			 * As SQS: a standard queue knows no FifoQueue, not even false
+			 * (at creation too); a FIFO queue takes true again, and refuses
+			 * false as a change of type.
+			 */
+			bool		b = attr_bool(n, v);
+
+			if (!queue_fifo)
+				sqs_fail(SQS_ERR_INVALID_ATTRIBUTE_NAME, "Unknown Attribute FifoQueue.");
+			if (!b)
+				sqs_fail(SQS_ERR_INVALID_ATTRIBUTE_VALUE,
+						 "Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.");
+			a->has_fifo = true, a->fifo = b;
 		}
 		else if (strcmp(n, "ContentBasedDeduplication") == 0 ||
 				 strcmp(n, "DeduplicationScope") == 0 ||
 				 strcmp(n, "FifoThroughputLimit") == 0)
 		{
+			if (!queue_fifo && n[0] == 'C')
+				sqs_fail(SQS_ERR_INVALID_ATTRIBUTE_NAME, "Unknown Attribute %s.", n);
 			if (!queue_fifo)
 				sqs_fail(SQS_ERR_INVALID_ATTRIBUTE_NAME,
-						 "Unknown Attribute %s: it applies to FIFO queues only.", n);
+						 "You can specify the %s only when FifoQueue is set to true.", n);
 			if (n[0] == 'C')
 				a->has_cbd = true, a->cbd = attr_bool(n, v);
 			else if (n[0] == 'D')
@@ -1241,34 +1259,45 @@ store_sse(const char *name, const QueueAttrs *a)
 	run_as_owner(P_SSE_SET, v, NULL);
 }
 
-/* Whether the attributes given to CreateQueue match an existing queue. */
-static bool
-same_attrs(const QueueAttrs *a, bool fifo, const QueueRow *q)
+/*
+ * The first attribute given to CreateQueue that an existing queue has
+ * another value of (SQS names one in its QueueAlreadyExists message); NULL
+ * when all match.
+ */
+static const char *
+differing_attr(const QueueAttrs *a, bool fifo, const QueueRow *q)
 {
-	if (fifo != q->fifo ||
-		(a->has_visibility && a->visibility != q->visibility) ||
-		(a->has_delay && a->delay != q->delay) ||
-		(a->has_retention && a->retention != q->retention) ||
-		(a->has_max_size && a->max_size != q->max_message_size) ||
-		(a->has_wait && a->wait != q->receive_wait) ||
-		(a->has_cbd && a->cbd != q->cbd) ||
-		(a->has_scope && strcmp(a->scope, q->scope) != 0))
-		return false;
+	if (fifo != q->fifo)
+		return "FifoQueue";
+	if (a->has_visibility && a->visibility != q->visibility)
+		return "VisibilityTimeout";
+	if (a->has_delay && a->delay != q->delay)
+		return "DelaySeconds";
+	if (a->has_retention && a->retention != q->retention)
+		return "MessageRetentionPeriod";
+	if (a->has_max_size && a->max_size != q->max_message_size)
+		return "MaximumMessageSize";
+	if (a->has_wait && a->wait != q->receive_wait)
+		return "ReceiveMessageWaitTimeSeconds";
+	if (a->has_cbd && a->cbd != q->cbd)
+		return "ContentBasedDeduplication";
+	if (a->has_scope && strcmp(a->scope, q->scope) != 0)
+		return "DeduplicationScope";
 	if (a->has_redrive)
 	{
 		if (a->dlq[0] == '\0' ? q->dlq != NULL :
 			(q->dlq == NULL || strcmp(a->dlq, q->dlq) != 0 ||
 			 a->max_receive_count != q->max_receive_count))
-			return false;
+			return "RedrivePolicy";
 	}
 	if (a->has_allow)
 	{
 		if (a->allow_all != q->allow_null)
-			return false;
+			return "RedriveAllowPolicy";
 		if (!a->allow_all)
 		{
 			if (a->nallow != q->nallow)
-				return false;
+				return "RedriveAllowPolicy";
 			for (int i = 0; i < a->nallow; i++)
 			{
 				bool		found = false;
@@ -1276,11 +1305,11 @@ same_attrs(const QueueAttrs *a, bool fifo, const QueueRow *q)
 				for (int j = 0; j < q->nallow && !found; j++)
 					found = strcmp(a->allow[i], q->allow[j]) == 0;
 				if (!found)
-					return false;
+					return "RedriveAllowPolicy";
 			}
 		}
 	}
-	return true;
+	return NULL;
 }
 
 static void
@@ -1317,9 +1346,12 @@ act_create_queue(SqsCall *call, StringInfo out)
 	 */
 	if (fetch_queue(name, &existing))
 	{
-		if (!same_attrs(&a, fifo, &existing))
+		const char *differs = differing_attr(&a, fifo, &existing);
+
+		if (differs != NULL)
 			sqs_fail(SQS_ERR_QUEUE_NAME_EXISTS,
-					 "A queue already exists with the same name and a different value for attribute(s) given.");
+					 "A queue already exists with the same name and a different value for attribute %s",
+					 differs);
 		appendStringInfoChar(out, '{');
 		kv_str(out, &first, "QueueUrl", sqs_queue_url(call, existing.name));
 		appendStringInfoChar(out, '}');
@@ -2065,11 +2097,15 @@ read_message(JsonbContainer *e, OutMsg *m, const QueueRow *q)
 	m->group = in_str(e, "MessageGroupId");
 	if (m->group != NULL && !valid_token(m->group))
 		return msg_error(m, SQS_ERR_INVALID_PARAMETER_VALUE,
-						 "Value %s for parameter MessageGroupId is invalid.", m->group);
+						 "Value %s for parameter MessageGroupId is invalid. Reason: MessageGroupId "
+						 "can only include alphanumeric and punctuation characters. 1 to 128 in length.",
+						 m->group);
 	m->dedup = in_str(e, "MessageDeduplicationId");
 	if (m->dedup != NULL && !valid_token(m->dedup))
 		return msg_error(m, SQS_ERR_INVALID_PARAMETER_VALUE,
-						 "Value %s for parameter MessageDeduplicationId is invalid.", m->dedup);
+						 "Value %s for parameter MessageDeduplicationId is invalid. Reason: MessageDeduplicationId "
+						 "can only include alphanumeric and punctuation characters. 1 to 128 in length.",
+						 m->dedup);
 	attrs = in_container(e, "MessageAttributes", true);
 	if (attrs != NULL && !check_msg_attrs(attrs, m))
 		return false;
@@ -2083,10 +2119,15 @@ read_message(JsonbContainer *e, OutMsg *m, const QueueRow *q)
 						 q != NULL ? q->max_message_size : (int64) SQS_MESSAGE_MAX);
 	if (q != NULL && q->fifo)
 	{
-		if (m->has_delay)
+		/*
+		 * A FIFO message has no delay of its own (queue.send refuses one);
+		 * SQS takes 0, which is none.
+		 */
+		if (m->has_delay && m->delay != 0)
 			return msg_error(m, SQS_ERR_INVALID_PARAMETER_VALUE,
 							 "Value %s for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type.",
 							 delay);
+		m->has_delay = false;
 		if (m->group == NULL)
 			return msg_error(m, SQS_ERR_MISSING_PARAMETER,
 							 "The request must contain the parameter MessageGroupId.");

@@ -310,6 +310,76 @@ for my $proto ('json', 'query')
 	is($old[6]{code}, 'InvalidParameterValue', 'as InvalidParameterValue');
 }
 
+# --- AWS's own words ---------------------------------------------------------
+# Messages as real SQS words them (LocalStack's SQS suite recorded them from
+# AWS: test_sqs.snapshot.json), each in both protocols, and the requests
+# SQS accepts where we refused before (DelaySeconds=0 on a FIFO message,
+# FifoQueue=true again on a FIFO queue).
+{
+	my $wq = "$base/words";
+	my $wf = "$base/words.fifo";
+	my @made = wire(
+		{ proto => 'json', action => 'CreateQueue',
+		  input => { QueueName => 'words', Attributes => { DelaySeconds => '1', ReceiveMessageWaitTimeSeconds => '1' } } },
+		{ proto => 'json', action => 'CreateQueue',
+		  input => { QueueName => 'words.fifo', Attributes => { FifoQueue => 'true', ContentBasedDeduplication => 'true' } } });
+	is_deeply([ map { $_->{status} } @made ], [ 200, 200 ], 'queues for the words');
+	my $grp = 'can only include alphanumeric and punctuation characters. 1 to 128 in length.';
+	my @words = (
+		[ 'ReceiveMessage', { QueueUrl => $wq, MaxNumberOfMessages => 11 }, 'InvalidParameterValue',
+		  'Value 11 for parameter MaxNumberOfMessages is invalid. Reason: Must be between 1 and 10, if provided.' ],
+		[ 'ReceiveMessage', { QueueUrl => $wq, WaitTimeSeconds => 21 }, 'InvalidParameterValue',
+		  'Value 21 for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20, if provided.' ],
+		[ 'ReceiveMessage', { QueueUrl => $wq, WaitTimeSeconds => -1 }, 'InvalidParameterValue',
+		  'Value -1 for parameter WaitTimeSeconds is invalid. Reason: Must be >= 0 and <= 20, if provided.' ],
+		[ 'SendMessage', { QueueUrl => $wf, MessageBody => 'x', MessageGroupId => 'group 123' }, 'InvalidParameterValue',
+		  "Value group 123 for parameter MessageGroupId is invalid. Reason: MessageGroupId $grp" ],
+		[ 'SendMessage', { QueueUrl => $wf, MessageBody => 'x', MessageGroupId => 'g', MessageDeduplicationId => 'a' x 129 },
+		  'InvalidParameterValue',
+		  'Value ' . ('a' x 129) . " for parameter MessageDeduplicationId is invalid. Reason: MessageDeduplicationId $grp" ],
+		[ 'SendMessage', { QueueUrl => $wf, MessageBody => 'x', MessageGroupId => 'g', DelaySeconds => 2 }, 'InvalidParameterValue',
+		  'Value 2 for parameter DelaySeconds is invalid. Reason: The request include parameter that is not valid for this queue type.' ],
+		[ 'SendMessage', { QueueUrl => $wf, MessageBody => 'zero delay', MessageGroupId => 'g', DelaySeconds => 0 }, undef ],
+		[ 'SetQueueAttributes', { QueueUrl => $wq, Attributes => { FifoQueue => 'true' } }, 'InvalidAttributeName',
+		  'Unknown Attribute FifoQueue.' ],
+		[ 'SetQueueAttributes', { QueueUrl => $wq, Attributes => { FifoQueue => 'false' } }, 'InvalidAttributeName',
+		  'Unknown Attribute FifoQueue.' ],
+		[ 'SetQueueAttributes', { QueueUrl => $wf, Attributes => { FifoQueue => 'true' } }, undef ],
+		[ 'SetQueueAttributes', { QueueUrl => $wf, Attributes => { FifoQueue => 'false' } }, 'InvalidAttributeValue',
+		  'Invalid value for the parameter FifoQueue. Reason: Modifying queue type is not supported.' ],
+		[ 'CreateQueue', { QueueName => 'words-new', Attributes => { FifoQueue => 'false' } }, 'InvalidAttributeName',
+		  'Unknown Attribute FifoQueue.' ],
+		[ 'CreateQueue', { QueueName => 'words-new', Attributes => { ContentBasedDeduplication => 'false' } }, 'InvalidAttributeName',
+		  'Unknown Attribute ContentBasedDeduplication.' ],
+		[ 'CreateQueue', { QueueName => 'words-new', Attributes => { DeduplicationScope => 'queue' } }, 'InvalidAttributeName',
+		  'You can specify the DeduplicationScope only when FifoQueue is set to true.' ],
+		[ 'CreateQueue', { QueueName => 'words-new', Attributes => { FifoThroughputLimit => 'perQueue' } }, 'InvalidAttributeName',
+		  'You can specify the FifoThroughputLimit only when FifoQueue is set to true.' ],
+		[ 'CreateQueue', { QueueName => 'words', Attributes => { ReceiveMessageWaitTimeSeconds => '1', DelaySeconds => '2' } },
+		  'QueueAlreadyExists', 'A queue already exists with the same name and a different value for attribute DelaySeconds' ],
+		[ 'CreateQueue', { QueueName => 'words.fifo', Attributes => { FifoQueue => 'true', ContentBasedDeduplication => 'false' } },
+		  'QueueAlreadyExists', 'A queue already exists with the same name and a different value for attribute ContentBasedDeduplication' ],
+	);
+	for my $proto ('json', 'query')
+	{
+		my @ans = wire(map { { proto => $proto, action => $_->[0], input => $_->[1] } } @words);
+		for my $i (0 .. $#words)
+		{
+			my ($action, $input, $code, $message) = @{ $words[$i] };
+			my $what = "$proto $action " . join(',', map { ref $input->{$_} ? "$_=" . join(',', %{ $input->{$_} }) : $_ } sort keys %$input);
+			if (!defined $code)
+			{
+				is($ans[$i]{status}, 200, "$what: accepted, as SQS accepts it") or diag($ans[$i]{body});
+				next;
+			}
+			is($ans[$i]{code}, $code, "$what: $code") or diag($ans[$i]{body});
+			is($ans[$i]{message}, $message, "$what: SQS's words");
+		}
+	}
+	is($node->safe_psql('postgres', "SELECT count(*) FROM queue.peek('words.fifo') WHERE body = 'zero delay'"),
+		'1', 'the FIFO message sent with DelaySeconds=0 is there (once: the second protocol\'s is its duplicate by content)');
+}
+
 # Nothing of the endpoint stays in a transaction after all that.
 is( $node->safe_psql('postgres',
 		"SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%' OR (backend_xid IS NOT NULL AND backend_type <> 'client backend')"
