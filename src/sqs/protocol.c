@@ -288,6 +288,10 @@ error_answer(SqsResponse *resp, SqsProtocol proto, int err,
 		appendStringInfo(&resp->body, "<Type>%s</Type>",
 						 info->sender ? "Sender" : "Receiver");
 		xml_text_element(&resp->body, "Code", info->query_code, strlen(info->query_code));
+		/* SQS's Query words for a missing queue name the API version */
+		if (err == SQS_ERR_QUEUE_DOES_NOT_EXIST &&
+			strcmp(message, "The specified queue does not exist.") == 0)
+			message = "The specified queue does not exist for this wsdl version.";
 		xml_text_element(&resp->body, "Message", message, strlen(message));
 		appendStringInfoString(&resp->body, "<Detail/></Error>");
 		xml_text_element(&resp->body, "RequestId", request_id, strlen(request_id));

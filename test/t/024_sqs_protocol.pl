@@ -360,6 +360,10 @@ for my $proto ('json', 'query')
 		[ 'CreateQueue', { QueueName => 'words.fifo', Attributes => { FifoQueue => 'true', ContentBasedDeduplication => 'false' } },
 		  'QueueAlreadyExists', 'A queue already exists with the same name and a different value for attribute ContentBasedDeduplication' ],
 	);
+	my @gone = wire(map { { proto => $_, action => 'GetQueueAttributes', input => { QueueUrl => $nosuch } } } 'json', 'query');
+	is($gone[0]{message}, 'The specified queue does not exist.', 'json: a missing queue in SQS\'s words');
+	is($gone[1]{message}, 'The specified queue does not exist for this wsdl version.',
+		'query: a missing queue in SQS\'s Query words');
 	for my $proto ('json', 'query')
 	{
 		my @ans = wire(map { { proto => $proto, action => $_->[0], input => $_->[1] } } @words);
