@@ -390,7 +390,7 @@ if [ ${#FAILED_NAMES[@]} -gt 0 ]; then
 		for log in "$REPO/.test/tap/regress_log_${name#tap/}"; do
 			[ -s "$log" ] || continue
 			echo "--- $name:"
-			grep -E '^(not ok|# )' "$log" | grep -v '^# Running:' | tail -n 12
+			grep -E '^(not ok|# )' "$log" | grep -vE '^# (Running:|Checking port|Found port|Postmaster PID|No postmaster PID|Looks like)' | tail -n 12
 		done
 	done
 	echo "outputs: $REPO/.test/"

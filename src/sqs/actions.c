@@ -1104,10 +1104,23 @@ check_policy(const char *value)
  * The Attributes map of CreateQueue or SetQueueAttributes.  fifo is the
  * queue's type (for Create: what FifoQueue says, read first).
  */
+/* One "name":"value" of the encryption attributes kept */
+static void
+sse_pair(StringInfo sse, const char *name, const char *value)
+{
+	if (sse->len > 0)
+		appendStringInfoChar(sse, ',');
+	escape_json(sse, name);
+	appendStringInfoChar(sse, ':');
+	escape_json(sse, value);
+}
+
 static void
 parse_queue_attrs(JsonbContainer *map, bool creating, QueueAttrs *a, bool queue_fifo)
 {
 	Pairs		p;
+	const char *kms_key = NULL; /* KmsMasterKeyId given */
+	int			managed = -1;	/* SqsManagedSseEnabled given: 0, 1 */
 
 	memset(a, 0, sizeof(*a));
 	initStringInfo(&a->sse);
@@ -1187,22 +1200,36 @@ parse_queue_attrs(JsonbContainer *map, bool creating, QueueAttrs *a, bool queue_
 			const char *text = v;
 
 			if (n[0] == 'S')
+			{
 				text = attr_bool(n, v) ? "true" : "false";
+				managed = text[0] == 't' ? 1 : 0;
+			}
 			else if (strcmp(n, "KmsDataKeyReusePeriodSeconds") == 0)
 				text = psprintf(INT64_FORMAT, attr_int(n, v, 60, 86400));
 			else if (strlen(v) > 2048)
 				bad_attr_value(n, v);
-			if (a->sse.len > 0)
-				appendStringInfoChar(&a->sse, ',');
-			escape_json(&a->sse, n);
-			appendStringInfoChar(&a->sse, ':');
-			escape_json(&a->sse, text);
+			else
+				kms_key = v;
+			sse_pair(&a->sse, n, text);
 		}
 		else if (strcmp(n, "Policy") == 0)
 			check_policy(v);
 		else
 			sqs_fail(SQS_ERR_INVALID_ATTRIBUTE_NAME, "Unknown Attribute %s.", n);
 	}
+
+	/*
+	 * SQS's two kinds of encryption exclude each other: a KMS key given
+	 * turns SQS-managed encryption off, SQS-managed turned on drops the
+	 * key, both at once are refused (AWS's words).
+	 */
+	if (kms_key != NULL && kms_key[0] != '\0' && managed == 1)
+		sqs_fail(SQS_ERR_INVALID_ATTRIBUTE_NAME,
+				 "You can use one type of server-side encryption (SSE) at one time. You can either enable KMS SSE or SQS SSE.");
+	if (kms_key != NULL && kms_key[0] != '\0' && managed < 0)
+		sse_pair(&a->sse, "SqsManagedSseEnabled", "false");
+	if (managed == 1 && kms_key == NULL && !creating)
+		sse_pair(&a->sse, "KmsMasterKeyId", "");
 }
 
 static Datum
@@ -1605,9 +1632,14 @@ act_get_queue_attributes(SqsCall *call, StringInfo out)
 	}
 	if (want & (QA_SSE | QA_KMS_KEY | QA_KMS_REUSE))
 	{
-		/* as they were set: SqsManagedSseEnabled false when never set */
+		/*
+		 * As SQS reports them: SqsManagedSseEnabled true unless turned off
+		 * (SQS's default for new queues), the KMS pair only while a key is
+		 * set (an empty key is none).
+		 */
 		Datum		v[1] = {CStringGetTextDatum(q.name)};
 		Jsonb	   *sse = NULL;
+		bool		has_key = false;
 		static const AttrName sse_names[] = {
 			{"SqsManagedSseEnabled", QA_SSE},
 			{"KmsMasterKeyId", QA_KMS_KEY},
@@ -1628,12 +1660,14 @@ act_get_queue_attributes(SqsCall *call, StringInfo out)
 			JsonbValue *jv = sse ? member(&sse->root, sse_names[i].name) : NULL;
 			char	   *text = jv ? scalar_text(jv, sse_names[i].name) : NULL;
 
+			if (sse_names[i].bit == QA_KMS_KEY)
+				has_key = text != NULL && text[0] != '\0';
 			if (!(want & sse_names[i].bit))
 				continue;
-			if (text != NULL)
-				kv_str(out, &first, sse_names[i].name, text);
-			else if (sse_names[i].bit == QA_SSE)
-				kv_str(out, &first, sse_names[i].name, "false");
+			if (sse_names[i].bit == QA_SSE)
+				kv_str(out, &first, sse_names[i].name, text != NULL ? text : "true");
+			else if (has_key)
+				kv_str(out, &first, sse_names[i].name, text != NULL ? text : "300");
 		}
 	}
 	if (q.fifo)

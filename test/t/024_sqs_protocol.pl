@@ -380,6 +380,40 @@ for my $proto ('json', 'query')
 			is($ans[$i]{message}, $message, "$what: SQS's words");
 		}
 	}
+	# Encryption attributes as SQS reports them (test_sse_queue_attributes,
+	# test_set_queue_attributes_default_values): SqsManagedSseEnabled true
+	# on a new queue; a KMS key turns it off and shows with its period until
+	# it is set to empty; both kinds at once refused.
+	for my $proto ('json', 'query')
+	{
+		my $sq = "$base/sse-$proto";
+		my @names = ('SqsManagedSseEnabled', 'KmsMasterKeyId', 'KmsDataKeyReusePeriodSeconds');
+		my @sse = wire(
+			{ proto => $proto, action => 'CreateQueue', input => { QueueName => "sse-$proto" } },
+			{ proto => $proto, action => 'GetQueueAttributes', input => { QueueUrl => $sq, AttributeNames => ['All'] } },
+			{ proto => $proto, action => 'SetQueueAttributes',
+			  input => { QueueUrl => $sq, Attributes => { KmsMasterKeyId => 'testKeyId', KmsDataKeyReusePeriodSeconds => '6000' } } },
+			{ proto => $proto, action => 'GetQueueAttributes', input => { QueueUrl => $sq, AttributeNames => \@names } },
+			{ proto => $proto, action => 'SetQueueAttributes',
+			  input => { QueueUrl => $sq, Attributes => { KmsMasterKeyId => '', KmsDataKeyReusePeriodSeconds => '300' } } },
+			{ proto => $proto, action => 'GetQueueAttributes', input => { QueueUrl => $sq, AttributeNames => \@names } },
+			{ proto => $proto, action => 'SetQueueAttributes',
+			  input => { QueueUrl => $sq, Attributes => { KmsMasterKeyId => 'k', SqsManagedSseEnabled => 'true' } } },
+			{ proto => $proto, action => 'SetQueueAttributes', input => { QueueUrl => $sq, Attributes => { SqsManagedSseEnabled => 'true' } } },
+			{ proto => $proto, action => 'GetQueueAttributes', input => { QueueUrl => $sq, AttributeNames => \@names } });
+		is($sse[1]{parsed}{Attributes}{SqsManagedSseEnabled}, 'true', "$proto: a new queue reads SqsManagedSseEnabled true");
+		ok(!exists $sse[1]{parsed}{Attributes}{KmsMasterKeyId}, "$proto: and no KMS key");
+		is_deeply($sse[3]{parsed}{Attributes},
+			{ SqsManagedSseEnabled => 'false', KmsMasterKeyId => 'testKeyId', KmsDataKeyReusePeriodSeconds => '6000' },
+			"$proto: a KMS key turns SQS-managed encryption off");
+		is_deeply($sse[5]{parsed}{Attributes}, { SqsManagedSseEnabled => 'false' },
+			"$proto: an empty key is none; its period is not reported");
+		is($sse[6]{code}, 'InvalidAttributeName', "$proto: both kinds at once: InvalidAttributeName");
+		is($sse[6]{message},
+			'You can use one type of server-side encryption (SSE) at one time. You can either enable KMS SSE or SQS SSE.',
+			"$proto: in SQS's words");
+		is_deeply($sse[8]{parsed}{Attributes}, { SqsManagedSseEnabled => 'true' }, "$proto: SQS-managed on again");
+	}
 	is($node->safe_psql('postgres', "SELECT count(*) FROM queue.peek('words.fifo') WHERE body = 'zero delay'"),
 		'1', 'the FIFO message sent with DelaySeconds=0 is there (once: the second protocol\'s is its duplicate by content)');
 }
