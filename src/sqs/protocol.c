@@ -119,6 +119,16 @@ request_param(const SqsRequest *req, const char *name)
 	return NULL;
 }
 
+/* Whether the request has a parameter besides a presigned URL's X-Amz-* */
+static bool
+request_has_params(const SqsRequest *req)
+{
+	for (int i = 0; i < req->nparams; i++)
+		if (pg_strncasecmp(req->params[i].name, "X-Amz-", 6) != 0)
+			return true;
+	return false;
+}
+
 /*
  * An error the SQL API raised, as SQS's error: the client's mistakes keep
  * the API's message (written for users: it names the argument); anything
@@ -961,9 +971,15 @@ xml_render(StringInfo buf, const char *action, const char *out,
 
 		if (!JB_ROOT_IS_OBJECT(jb) || JB_ROOT_IS_SCALAR(jb))
 			elog(ERROR, "SQS action %s answered with no JSON object", action);
-		appendStringInfo(buf, "<%sResult>", action);
-		xml_members(buf, &jb->root, action);
-		appendStringInfo(buf, "</%sResult>", action);
+		/* an empty result is one empty element, as SQS writes it */
+		if (JB_ROOT_COUNT(jb) == 0)
+			appendStringInfo(buf, "<%sResult/>", action);
+		else
+		{
+			appendStringInfo(buf, "<%sResult>", action);
+			xml_members(buf, &jb->root, action);
+			appendStringInfo(buf, "</%sResult>", action);
+		}
 	}
 	appendStringInfoString(buf, "<ResponseMetadata>");
 	xml_text_element(buf, "RequestId", request_id, strlen(request_id));
@@ -1156,6 +1172,22 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 		proto = (action == NULL && ctype != NULL &&
 				 pg_strncasecmp(ctype, "application/x-amz-json", 22) == 0)
 			? PROTO_JSON : PROTO_QUERY;
+		if (action == NULL && proto == PROTO_QUERY && !request_has_params(req) &&
+			path_queue_name(req->raw_path) != NULL)
+		{
+			/*
+			 * A queue's URL asked for with nothing at all (a browser, curl):
+			 * SQS answers 404 with an UnknownOperationException document,
+			 * whatever the Accept header asks for.
+			 */
+			resp->status = 404;
+			resp->park = false;
+			resp->content_type = XML_CONTENT_TYPE;
+			resetStringInfo(&resp->body);
+			appendStringInfoString(&resp->body,
+								   "<?xml version=\"1.0\"?><UnknownOperationException/>");
+			return;
+		}
 		if (action == NULL)
 		{
 			error_answer(resp, proto, SQS_PERR_MISSING_ACTION,
@@ -1215,6 +1247,16 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 		call.query_protocol = (proto == PROTO_QUERY);
 		if (proto == PROTO_QUERY)
 			call.path_queue = path_queue_name(req->raw_path);
+
+		/*
+		 * A queue's URL serves the actions on a queue (and GetQueueUrl, as
+		 * SQS's does), not those on the account: SQS answers them there
+		 * with InvalidAction.
+		 */
+		if (call.path_queue != NULL &&
+			(strcmp(action, "CreateQueue") == 0 || strcmp(action, "ListQueues") == 0))
+			sqs_fail(SQS_ERR_INVALID_ACTION,
+					 "The action %s is not valid for this endpoint.", action);
 		if (proto == PROTO_JSON)
 			call.input = parse_json_body(req);
 		else

@@ -418,6 +418,32 @@ for my $proto ('json', 'query')
 		'1', 'the FIFO message sent with DelaySeconds=0 is there (once: the second protocol\'s is its duplicate by content)');
 }
 
+# --- A queue's URL as the endpoint (LocalStack's TestSqsQueryApi, AWS's
+# answers): the account's actions are InvalidAction there, an empty
+# receive is one empty result element, and the URL asked for with nothing
+# is 404 with an UnknownOperationException document.
+{
+	my $qpath = '/123456789012/oldforms';
+	my @qa = wire(
+		{ proto => 'query', action => 'CreateQueue', path => $qpath, params => [ [ 'QueueName', 'viaqueueurl' ] ] },
+		{ proto => 'query', action => 'ListQueues', path => $qpath },
+		{ proto => 'query', action => 'GetQueueUrl', path => $qpath, params => [ [ 'QueueName', 'q1' ] ] },
+		{ proto => 'query', action => 'ReceiveMessage', path => '/123456789012/words' });
+	is($qa[0]{code}, 'InvalidAction', 'CreateQueue at a queue\'s URL: InvalidAction');
+	is($qa[0]{message}, 'The action CreateQueue is not valid for this endpoint.', '... in SQS\'s words');
+	is($qa[1]{code}, 'InvalidAction', 'ListQueues at a queue\'s URL: InvalidAction');
+	is($qa[2]{status}, 200, 'GetQueueUrl at a queue\'s URL is served (as SQS serves it)');
+	like($qa[3]{body}, qr{<ReceiveMessageResult/><ResponseMetadata>}, 'an empty receive: <ReceiveMessageResult/>');
+	is($node->safe_psql('postgres', "SELECT count(*) FROM queue.queues WHERE queue_name = 'viaqueueurl'"),
+		'0', 'no queue was made');
+	my $s = IO::Socket::INET->new(PeerAddr => "127.0.0.1:$port", Proto => 'tcp');
+	print $s "GET $qpath HTTP/1.1\r\nHost: 127.0.0.1\r\nAccept: application/json\r\nConnection: close\r\n\r\n";
+	my $raw = do { local $/; <$s> };
+	close $s;
+	like($raw, qr{^HTTP/1\.1 404}, 'a queue\'s URL asked for with nothing: 404');
+	like($raw, qr{<UnknownOperationException/>}, '... an UnknownOperationException document, in XML whatever Accept says');
+}
+
 # Nothing of the endpoint stays in a transaction after all that.
 is( $node->safe_psql('postgres',
 		"SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%' OR (backend_xid IS NOT NULL AND backend_type <> 'client backend')"
