@@ -10,7 +10,8 @@
 #   make fuzz     the SQL-call and SQS-endpoint fuzzers (test/fuzz), FUZZ_ITERATIONS each
 #   make deb      Debian packages postgresql-NN-queue, one per major with headers here (.deb/)
 #   make deb-test build them, install each, run the regress suite on it, remove it
-#   make test-versions  every suite on each PostgreSQL major test/build_pg.sh built
+#   make test-versions  every suite on PostgreSQL 15, 17, 18 and 19 beta (16 from a source tree)
+#   make conformance  LocalStack's AWS-recorded SQS suite against the endpoint (STRICT=1: every path)
 
 EXTENSION  = queue
 MODULE_big = queue
@@ -73,7 +74,7 @@ sqs-lib:
 	@echo "note: no libmicrohttpd header (libmicrohttpd-dev) or no src/sqs/server.c: queue_sqs, the SQS endpoint, is not built"
 endif
 
-.PHONY: run stop test bench fuzz deb deb-test test-versions
+.PHONY: run stop test bench fuzz deb deb-test test-versions conformance
 run:
 	bash test/setup.sh
 	$(MAKE) install
@@ -106,6 +107,9 @@ deb-test:
 
 test-versions:
 	bash test/test_versions.sh
+
+conformance:
+	bash test/conformance.sh
 
 bench:
 	bash test/setup.sh
