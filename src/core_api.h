@@ -55,4 +55,12 @@ extern PGDLLEXPORT void queue_move_task_started(void);
  */
 extern PGDLLEXPORT char *queue_citus_endpoint_of(const char *queue_name);
 
+/*
+ * send.c: on (true) while the endpoint's own sends run, whose messages it
+ * checked against max_message_size as SQS counts a message (body,
+ * attribute names, types and values): queue.send then does not count the
+ * attributes' text form again.  Off again after each.
+ */
+extern PGDLLEXPORT void queue_sqs_sizes_checked(bool on);
+
 #endif							/* QUEUE_CORE_API_H */

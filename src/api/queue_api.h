@@ -39,6 +39,9 @@ extern void queue_batch_array(FunctionCallInfo fcinfo, int argno,
 							  const char *argname, int n, Oid elemtype,
 							  Datum **vals, bool **nulls);
 
+/* send.c: the SQS endpoint checked sizes as SQS counts them (core_api.h) */
+extern PGDLLEXPORT void queue_sqs_sizes_checked(bool on);
+
 /* errors.c: installed by _PG_init */
 extern void queue_api_errors_init(void);
 

@@ -50,6 +50,9 @@
  */
 #include "postgres.h"
 
+#include <locale.h>
+#include <wctype.h>
+
 #include "access/xact.h"
 #include "catalog/pg_authid.h"
 #include "catalog/pg_type.h"
@@ -1905,19 +1908,57 @@ msg_error(OutMsg *m, SqsError err, const char *fmt,...)
 	return false;
 }
 
+/*
+ * A letter or digit of Unicode's, as SQS allows them in attribute names
+ * ("attr.1øßä" is a name; "§" is not): glibc's C.UTF-8 classification,
+ * whatever the database's locale; without that locale, the code points
+ * from U+00C0 on that are not Latin-1's two signs.
+ */
+static bool
+unicode_alnum(pg_wchar c)
+{
+	static locale_t utf8 = (locale_t) 0;
+	static bool tried = false;
+
+	if (!tried)
+	{
+		utf8 = newlocale(LC_CTYPE_MASK, "C.UTF-8", (locale_t) 0);
+		tried = true;
+	}
+	if (utf8 != (locale_t) 0)
+		return iswalnum_l((wint_t) c, utf8) != 0;
+	return c >= 0xC0 && c != 0xD7 && c != 0xF7;
+}
+
 static bool
 valid_attr_name(const char *n)
 {
 	size_t		len = strlen(n);
+	const unsigned char *p = (const unsigned char *) n;
 
 	if (len == 0 || len > SQS_ATTR_NAME_MAX || n[0] == '.' || n[len - 1] == '.' ||
 		strstr(n, "..") != NULL ||
 		pg_strncasecmp(n, "AWS.", 4) == 0 || pg_strncasecmp(n, "Amazon.", 7) == 0)
 		return false;
-	for (size_t i = 0; i < len; i++)
-		if ((unsigned char) n[i] >= 0x80 ||
-			!(isalnum((unsigned char) n[i]) || n[i] == '_' || n[i] == '-' || n[i] == '.'))
-			return false;
+	while (*p)
+	{
+		int			clen = pg_utf_mblen(p);
+
+		if (*p < 0x80)
+		{
+			if (!(isalnum(*p) || *p == '_' || *p == '-' || *p == '.'))
+				return false;
+		}
+		else
+		{
+			for (int i = 1; i < clen; i++)
+				if (p[i] == '\0')
+					return false;
+			if (!unicode_alnum(utf8_to_unicode(p)))
+				return false;
+		}
+		p += clen;
+	}
 	return true;
 }
 
@@ -2003,6 +2044,10 @@ check_msg_attrs(JsonbContainer *map, OutMsg *m)
 							 "The message attribute '%s' with type '%s' must use field '%s'.",
 							 n, type, binary ? "Binary" : "String");
 		value = pnstrdup(tv->val.string.val, tv->val.string.len);
+		if (value[0] == '\0')
+			return msg_error(m, SQS_ERR_INVALID_PARAMETER_VALUE,
+							 "Message (user) attribute '%s' must contain a non-empty value of type '%s'.",
+							 n, binary ? "Binary" : type[0] == 'N' ? "Number" : "String");
 		if (binary)
 		{
 			int			dlen = pg_b64_dec_len(strlen(value));
@@ -2098,6 +2143,10 @@ check_system_attrs(JsonbContainer *map, OutMsg *m)
 	return true;
 }
 
+/* A FIFO message's two rules, in SQS's words (a batch fails whole on them) */
+#define FIFO_NO_GROUP "The request must contain the parameter MessageGroupId."
+#define FIFO_NO_DEDUP "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly"
+
 /*
  * Read and check one message of SendMessage or a SendMessageBatch entry;
  * false with m->err set when it breaks one of SQS's rules.  q, when known
@@ -2163,11 +2212,9 @@ read_message(JsonbContainer *e, OutMsg *m, const QueueRow *q)
 							 delay);
 		m->has_delay = false;
 		if (m->group == NULL)
-			return msg_error(m, SQS_ERR_MISSING_PARAMETER,
-							 "The request must contain the parameter MessageGroupId.");
+			return msg_error(m, SQS_ERR_MISSING_PARAMETER, FIFO_NO_GROUP);
 		if (m->dedup == NULL && !q->cbd)
-			return msg_error(m, SQS_ERR_INVALID_PARAMETER_VALUE,
-							 "The queue should either have ContentBasedDeduplication enabled or MessageDeduplicationId provided explicitly");
+			return msg_error(m, SQS_ERR_INVALID_PARAMETER_VALUE, FIFO_NO_DEDUP);
 	}
 	else if (q != NULL && m->dedup != NULL)
 		return msg_error(m, SQS_ERR_INVALID_PARAMETER_VALUE,
@@ -2175,6 +2222,41 @@ read_message(JsonbContainer *e, OutMsg *m, const QueueRow *q)
 						 m->dedup);
 	sqs_md5_hex(m->body, strlen(m->body), m->md5_body);
 	return true;
+}
+
+/*
+ * A batch's answer: its Successful and Failed entries (JSON text of the
+ * array members), each list only when it has an entry, as SQS answers.
+ */
+static void
+batch_result(StringInfo out, StringInfo ok, StringInfo failed)
+{
+	appendStringInfoChar(out, '{');
+	if (ok->len > 0)
+		appendStringInfo(out, "\"Successful\":[%s]", ok->data);
+	if (failed->len > 0)
+		appendStringInfo(out, "%s\"Failed\":[%s]", ok->len > 0 ? "," : "", failed->data);
+	appendStringInfoChar(out, '}');
+}
+
+/*
+ * Run a send whose messages read_message checked against the queue's
+ * max_message_size as SQS counts them: queue.send does not count their
+ * attributes again its own way (core_api.h).
+ */
+static void
+run_send(PlanKind k, Datum *v, char *nulls)
+{
+	queue_sqs_sizes_checked(true);
+	PG_TRY();
+	{
+		run(k, v, nulls);
+	}
+	PG_FINALLY();
+	{
+		queue_sqs_sizes_checked(false);
+	}
+	PG_END_TRY();
 }
 
 /* The fields of a sent message's result, shared by Send and SendBatch. */
@@ -2231,7 +2313,7 @@ act_send_message(SqsCall *call, StringInfo out)
 		v[5] = cstring_jsonb(m.attrs);
 	else
 		nulls[5] = 'n';
-	run(P_SEND, v, nulls);
+	run_send(P_SEND, v, nulls);
 	if (SPI_processed != 1)
 		elog(ERROR, "SQS endpoint: queue.send returned " UINT64_FORMAT " rows", SPI_processed);
 	check_result_cols(3);
@@ -2341,6 +2423,8 @@ act_send_message_batch(SqsCall *call, StringInfo out)
 	int64		total = 0;
 	QueueRow	q;
 	bool		first_entry = true;
+	StringInfoData ok;
+	StringInfoData failed;
 
 	need_queue(name, &q);
 	for (int i = 0; i < n; i++)
@@ -2349,6 +2433,15 @@ act_send_message_batch(SqsCall *call, StringInfo out)
 		msgs[i].id = ids[i];
 		total += msgs[i].size;
 	}
+	/*
+	 * A FIFO entry without its group, or without a deduplication id where
+	 * the queue does not derive one, fails the whole batch (SQS's answer,
+	 * InvalidParameterValue), not just the entry.
+	 */
+	for (int i = 0; i < n && q.fifo; i++)
+		if (msgs[i].err != SQS_ERR_NONE &&
+			(strcmp(msgs[i].errmsg, FIFO_NO_GROUP) == 0 || strcmp(msgs[i].errmsg, FIFO_NO_DEDUP) == 0))
+			sqs_fail(SQS_ERR_INVALID_PARAMETER_VALUE, "%s", msgs[i].errmsg);
 	if (total > SQS_BATCH_MAX_BYTES)
 		sqs_fail(SQS_ERR_BATCH_REQUEST_TOO_LONG,
 				 "Batch requests cannot be longer than %d bytes. You have sent " INT64_FORMAT " bytes.",
@@ -2417,7 +2510,7 @@ act_send_message_batch(SqsCall *call, StringInfo out)
 			v[5] = text_array_nulls(attrs, k, JSONBOID);
 		else
 			nulls[5] = 'n';
-		run(P_SEND_BATCH, v, nulls);
+		run_send(P_SEND_BATCH, v, nulls);
 		check_result_cols(4);
 		for (uint64 r = 0; r < SPI_processed; r++)
 		{
@@ -2433,7 +2526,7 @@ act_send_message_batch(SqsCall *call, StringInfo out)
 		}
 	}
 
-	appendStringInfoString(out, "{\"Successful\":[");
+	initStringInfo(&ok);
 	for (int i = 0; i < n; i++)
 	{
 		bool		first = true;
@@ -2441,19 +2534,19 @@ act_send_message_batch(SqsCall *call, StringInfo out)
 		if (msgs[i].err != SQS_ERR_NONE)
 			continue;
 		if (!first_entry)
-			appendStringInfoChar(out, ',');
+			appendStringInfoChar(&ok, ',');
 		first_entry = false;
-		appendStringInfoChar(out, '{');
-		kv_str(out, &first, "Id", msgs[i].id);
-		sent_fields(out, &first, &msgs[i], msg_ids[i], seq_nulls[i], seqs[i]);
-		appendStringInfoChar(out, '}');
+		appendStringInfoChar(&ok, '{');
+		kv_str(&ok, &first, "Id", msgs[i].id);
+		sent_fields(&ok, &first, &msgs[i], msg_ids[i], seq_nulls[i], seqs[i]);
+		appendStringInfoChar(&ok, '}');
 	}
-	appendStringInfoString(out, "],\"Failed\":[");
+	initStringInfo(&failed);
 	first_entry = true;
 	for (int i = 0; i < n; i++)
 		if (msgs[i].err != SQS_ERR_NONE)
-			failed_entry(out, &first_entry, msgs[i].id, msgs[i].err, msgs[i].errmsg);
-	appendStringInfoString(out, "]}");
+			failed_entry(&failed, &first_entry, msgs[i].id, msgs[i].err, msgs[i].errmsg);
+	batch_result(out, &ok, &failed);
 }
 
 /* ---------------------------------------------------------------------
@@ -2519,11 +2612,12 @@ wants_attr(const char *name, char **names, int n)
 	{
 		size_t		len = strlen(names[i]);
 
+		/* "All", "*" and ".*" are every one; "Hel.*" is Hello and Help.Me (SQS's) */
 		if (strcmp(names[i], "All") == 0 || strcmp(names[i], ".*") == 0 ||
-			strcmp(names[i], name) == 0)
+			strcmp(names[i], "*") == 0 || strcmp(names[i], name) == 0)
 			return true;
 		if (len >= 2 && strcmp(names[i] + len - 2, ".*") == 0 &&
-			strncmp(name, names[i], len - 1) == 0)
+			strncmp(name, names[i], len - 2) == 0)
 			return true;
 	}
 	return false;
@@ -2911,6 +3005,8 @@ settle_batch(SqsCall *call, StringInfo out, bool change)
 	SqsError   *errs = palloc0(n * sizeof(SqsError));
 	const char **msgs = palloc0(n * sizeof(char *));
 	bool		first_entry = true;
+	StringInfoData ok;
+	StringInfoData failed;
 
 	for (int i = 0; i < n; i++)
 	{
@@ -2950,25 +3046,25 @@ settle_batch(SqsCall *call, StringInfo out, bool change)
 		}
 	}
 
-	appendStringInfoString(out, "{\"Successful\":[");
+	initStringInfo(&ok);
 	for (int i = 0; i < n; i++)
 		if (errs[i] == SQS_ERR_NONE)
 		{
 			bool		first = true;
 
 			if (!first_entry)
-				appendStringInfoChar(out, ',');
+				appendStringInfoChar(&ok, ',');
 			first_entry = false;
-			appendStringInfoChar(out, '{');
-			kv_str(out, &first, "Id", ids[i]);
-			appendStringInfoChar(out, '}');
+			appendStringInfoChar(&ok, '{');
+			kv_str(&ok, &first, "Id", ids[i]);
+			appendStringInfoChar(&ok, '}');
 		}
-	appendStringInfoString(out, "],\"Failed\":[");
+	initStringInfo(&failed);
 	first_entry = true;
 	for (int i = 0; i < n; i++)
 		if (errs[i] != SQS_ERR_NONE)
-			failed_entry(out, &first_entry, ids[i], errs[i], msgs[i]);
-	appendStringInfoString(out, "]}");
+			failed_entry(&failed, &first_entry, ids[i], errs[i], msgs[i]);
+	batch_result(out, &ok, &failed);
 }
 
 /* ---------------------------------------------------------------------

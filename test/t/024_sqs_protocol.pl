@@ -414,6 +414,55 @@ for my $proto ('json', 'query')
 			"$proto: in SQS's words");
 		is_deeply($sse[8]{parsed}{Attributes}, { SqsManagedSseEnabled => 'true' }, "$proto: SQS-managed on again");
 	}
+	# Messages and batches as SQS takes them (LocalStack's test_sqs.py, its
+	# snapshots AWS's answers): an empty String attribute refused in SQS's
+	# words; a name of Unicode letters taken, "§" refused; "*" and "Hel.*"
+	# select attributes; a FIFO batch entry without a group fails the whole
+	# batch; a message at exactly MaximumMessageSize as SQS counts it
+	# (body, names, types, values) goes; an answer with no failure has no
+	# Failed list.
+	for my $proto ('json', 'query')
+	{
+		my $mq = "$base/msgs-$proto";
+		my $attrs = { 'Help.Me' => { DataType => 'String', StringValue => 'Me' },
+			Hello => { DataType => 'String', StringValue => 'There' },
+			General => { DataType => 'String', StringValue => 'Kenobi' } };
+		my @m = wire(
+			{ proto => $proto, action => 'CreateQueue',
+			  input => { QueueName => "msgs-$proto", Attributes => { MaximumMessageSize => '2048', VisibilityTimeout => '0' } } },
+			{ proto => $proto, action => 'SendMessage',
+			  input => { QueueUrl => $mq, MessageBody => 'x', MessageAttributes => { ErrorDetails => { DataType => 'String', StringValue => '' } } } },
+			{ proto => $proto, action => 'SendMessage',
+			  input => { QueueUrl => $mq, MessageBody => 'x', MessageAttributes => { "attr.1\x{f8}\x{df}\x{e4}" => { DataType => 'String', StringValue => 'ok' } } } },
+			{ proto => $proto, action => 'SendMessage',
+			  input => { QueueUrl => $mq, MessageBody => 'x', MessageAttributes => { "Invalid-\x{a7}-attr" => { DataType => 'String', StringValue => 'v' } } } },
+			{ proto => $proto, action => 'PurgeQueue', input => { QueueUrl => $mq } },
+			{ proto => $proto, action => 'SendMessage', input => { QueueUrl => $mq, MessageBody => 'msg', MessageAttributes => $attrs } },
+			{ proto => $proto, action => 'ReceiveMessage', input => { QueueUrl => $mq, MessageAttributeNames => ['*'] } },
+			{ proto => $proto, action => 'ReceiveMessage', input => { QueueUrl => $mq, MessageAttributeNames => ['Hel.*'] } },
+			{ proto => $proto, action => 'SendMessageBatch',
+			  input => { QueueUrl => $wf, Entries => [ { Id => 'a', MessageBody => 'b', MessageGroupId => 'g' }, { Id => 'b', MessageBody => 'c' } ] } },
+			{ proto => $proto, action => 'SendMessageBatch',
+			  input => { QueueUrl => $mq, Entries => [
+				  { Id => '1', MessageBody => 'a' x (2048 - 8), MessageAttributes => { k => { DataType => 'String', StringValue => 'x' } } },
+				  { Id => '2', MessageBody => 'a' } ] } });
+		is($m[1]{code}, 'InvalidParameterValue', "$proto: an empty String attribute is refused");
+		is($m[1]{message}, "Message (user) attribute 'ErrorDetails' must contain a non-empty value of type 'String'.",
+			"$proto: in SQS's words");
+		is($m[2]{status}, 200, "$proto: an attribute name of Unicode letters is taken") or diag($m[2]{body});
+		is($m[3]{code}, 'InvalidParameterValue', "$proto: a name with a sign (\x{a7}) is not");
+		is_deeply([ sort keys %{ $m[6]{parsed}{Messages}[0]{MessageAttributes} // {} } ], [ 'General', 'Hello', 'Help.Me' ],
+			"$proto: MessageAttributeNames ['*'] is every attribute");
+		is_deeply([ sort keys %{ $m[7]{parsed}{Messages}[0]{MessageAttributes} // {} } ], [ 'Hello', 'Help.Me' ],
+			"$proto: ['Hel.*'] is those whose names start Hel");
+		is($m[8]{status}, 400, "$proto: a FIFO batch with an entry without MessageGroupId fails whole");
+		is($m[8]{code}, 'InvalidParameterValue', "$proto: InvalidParameterValue");
+		is($m[8]{message}, 'The request must contain the parameter MessageGroupId.', "$proto: in SQS's words");
+		is(scalar @{ $m[9]{parsed}{Successful} // [] }, 2,
+			"$proto: a message at MaximumMessageSize as SQS counts it (body, names, types, values) is sent")
+		  or diag($m[9]{body});
+		ok(!exists $m[9]{parsed}{Failed}, "$proto: an answer without failures has no Failed list") if $proto eq 'json';
+	}
 	is($node->safe_psql('postgres', "SELECT count(*) FROM queue.peek('words.fifo') WHERE body = 'zero delay'"),
 		'1', 'the FIFO message sent with DelaySeconds=0 is there (once: the second protocol\'s is its duplicate by content)');
 }
