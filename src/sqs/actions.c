@@ -1876,6 +1876,7 @@ typedef struct OutMsg
 	bool		has_md5_attrs;
 	char		md5_sys[33];	/* MD5OfMessageSystemAttributes */
 	bool		has_md5_sys;
+	bool		has_trace;		/* an AWSTraceHeader is kept */
 	int64		size;			/* as SQS counts it */
 	SqsError	err;			/* SQS_ERR_NONE when it may be sent */
 	char	   *errmsg;
@@ -2092,6 +2093,8 @@ check_msg_attrs(JsonbContainer *map, OutMsg *m)
  * under TRACE_HEADER_ATTR (the SQL API sees it there) and goes back out
  * as the AWSTraceHeader system attribute, never as a message attribute.
  */
+static void keep_trace_header(OutMsg *m, const char *value);
+
 static bool
 check_system_attrs(JsonbContainer *map, OutMsg *m)
 {
@@ -2100,7 +2103,6 @@ check_system_attrs(JsonbContainer *map, OutMsg *m)
 	JsonbValue *sv;
 	char	   *value;
 	StringInfoData buf;
-	char	   *sys;
 
 	obj_pairs(map, &p);
 	if (p.n == 0)
@@ -2130,17 +2132,41 @@ check_system_attrs(JsonbContainer *map, OutMsg *m)
 	appendStringInfoString(&buf, "}}");
 	m->has_md5_sys = sqs_md5_of_attributes(DatumGetJsonbP(cstring_jsonb(buf.data)), m->md5_sys);
 
-	/* kept among the attributes, after their digest was taken */
+	keep_trace_header(m, value);
+	return true;
+}
+
+/* The trace header kept among the message's attributes (after their digest) */
+static void
+keep_trace_header(OutMsg *m, const char *value)
+{
+	StringInfoData buf;
+
 	initStringInfo(&buf);
 	escape_json(&buf, TRACE_HEADER_ATTR);
 	appendStringInfoChar(&buf, ':');
 	escape_json(&buf, value);
-	sys = buf.data;
 	if (m->attrs == NULL || strcmp(m->attrs, "{}") == 0)
-		m->attrs = psprintf("{%s}", sys);
+		m->attrs = psprintf("{%s}", buf.data);
 	else
-		m->attrs = psprintf("%.*s,%s}", (int) strlen(m->attrs) - 1, m->attrs, sys);
-	return true;
+		m->attrs = psprintf("%.*s,%s}", (int) strlen(m->attrs) - 1, m->attrs, buf.data);
+	m->has_trace = true;
+}
+
+/*
+ * X-Ray's X-Amzn-Trace-Id header of a send becomes its messages'
+ * AWSTraceHeader when they name none themselves, as SQS does; a value SQS
+ * would refuse as the attribute is not taken.
+ */
+static void
+trace_from_header(SqsCall *call, OutMsg *m)
+{
+	const char *h = sqs_header(call->req, "X-Amzn-Trace-Id");
+
+	if (h == NULL || m->err != SQS_ERR_NONE || m->has_trace ||
+		h[0] == '\0' || strlen(h) > 3500 || !valid_chars(h))
+		return;
+	keep_trace_header(m, h);
 }
 
 /* A FIFO message's two rules, in SQS's words (a batch fails whole on them) */
@@ -2295,6 +2321,7 @@ act_send_message(SqsCall *call, StringInfo out)
 	 */
 	if (!read_message(in, &m, fetch_queue(name, &q) ? &q : NULL))
 		sqs_fail(m.err, "%s", m.errmsg);
+	trace_from_header(call, &m);
 	v[0] = CStringGetTextDatum(name);
 	v[1] = CStringGetTextDatum(m.body);
 	if (m.has_delay)
@@ -2430,6 +2457,7 @@ act_send_message_batch(SqsCall *call, StringInfo out)
 	for (int i = 0; i < n; i++)
 	{
 		(void) read_message(entries[i], &msgs[i], &q);
+		trace_from_header(call, &msgs[i]);
 		msgs[i].id = ids[i];
 		total += msgs[i].size;
 	}

@@ -462,6 +462,18 @@ for my $proto ('json', 'query')
 			"$proto: a message at MaximumMessageSize as SQS counts it (body, names, types, values) is sent")
 		  or diag($m[9]{body});
 		ok(!exists $m[9]{parsed}{Failed}, "$proto: an answer without failures has no Failed list") if $proto eq 'json';
+
+		# X-Ray's header on a send is the message's AWSTraceHeader
+		my $trace = 'Root=1-3152b799-8954dae64eda91bc9a23a7e8;Parent=7fa8c0f79203be72;Sampled=1';
+		my @t = (undef, wire(
+			{ proto => $proto, action => 'SendMessage', input => { QueueUrl => "$base/words", MessageBody => 'traced' },
+			  headers => { 'X-Amzn-Trace-Id' => $trace } },
+			{ proto => $proto, action => 'ReceiveMessage',
+			  input => { QueueUrl => "$base/words", AttributeNames => ['AWSTraceHeader'], MaxNumberOfMessages => 10,
+				  WaitTimeSeconds => 2 } }));
+		my ($tm) = grep { $_->{Body} eq 'traced' } @{ $t[2]{parsed}{Messages} // [] };
+		is($tm->{Attributes}{AWSTraceHeader}, $trace, "$proto: X-Amzn-Trace-Id on a send is the message's AWSTraceHeader")
+		  or diag($t[2]{body});
 	}
 	is($node->safe_psql('postgres', "SELECT count(*) FROM queue.peek('words.fifo') WHERE body = 'zero delay'"),
 		'1', 'the FIFO message sent with DelaySeconds=0 is there (once: the second protocol\'s is its duplicate by content)');

@@ -14,6 +14,7 @@ Each input line is a JSON object:
     raw     json only: the body as given, instead of input (malformed JSON)
     target  json only: the whole X-Amz-Target header instead of AmazonSQS.<action>
     no_action  query only: leave the Action parameter out
+    headers extra request headers, signed with the rest ({name: value})
     path    query only: the request's path (default "/"), as older clients
             send a queue's requests to its URL (boto 2, fog-aws)
     sign    "good" (default), "none", "secret" (wrong secret), "key" (unknown key)
@@ -45,6 +46,7 @@ def send(req):
     proto = req["proto"]
     action = req.get("action", "")
     headers = {"Host": host}
+    headers.update(req.get("headers", {}))
     if proto == "json":
         body = req["raw"] if "raw" in req else json.dumps(req.get("input", {}))
         headers["Content-Type"] = "application/x-amz-json-1.0"
