@@ -63,4 +63,11 @@ extern PGDLLEXPORT char *queue_citus_endpoint_of(const char *queue_name);
  */
 extern PGDLLEXPORT void queue_sqs_sizes_checked(bool on);
 
+/*
+ * settle.c: on (true) while the endpoint's own visibility changes run: the
+ * latest receipt of a standard queue's message whose lease has ended
+ * leases it again, as SQS lets it (the SQL API answers 55000).
+ */
+extern PGDLLEXPORT void queue_sqs_relet_ended(bool on);
+
 #endif							/* QUEUE_CORE_API_H */

@@ -42,6 +42,9 @@ extern void queue_batch_array(FunctionCallInfo fcinfo, int argno,
 /* send.c: the SQS endpoint checked sizes as SQS counts them (core_api.h) */
 extern PGDLLEXPORT void queue_sqs_sizes_checked(bool on);
 
+/* settle.c: the SQS endpoint's visibility changes re-lease ended leases */
+extern PGDLLEXPORT void queue_sqs_relet_ended(bool on);
+
 /* errors.c: installed by _PG_init */
 extern void queue_api_errors_init(void);
 

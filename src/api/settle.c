@@ -12,7 +12,9 @@
  * change also needs the lease to be running: once the message's visible_at
  * has passed, its latest receipt finds the row with its own nonce, and the
  * change is refused as well (55000, SQS's MessageNotInflight); without that
- * a lease could be extended forever after it ended.
+ * a lease could be extended forever after it ended.  (The SQS endpoint
+ * alone, answering as SQS, lets the latest receipt of a standard queue's
+ * message lease it again: queue_sqs_relet_ended.)
  *
  *-------------------------------------------------------------------------
  */
@@ -313,6 +315,27 @@ queue_delete_batch(PG_FUNCTION_ARGS)
 	return (Datum) 0;
 }
 
+/*
+ * Set by the SQS endpoint around its visibility changes (core_api.h): on
+ * the wire, as SQS, the latest receipt of a standard queue's message whose
+ * lease has ended leases it again (the SQL API refuses that: 55000).  A
+ * stale receipt still acts on nothing, and a FIFO queue keeps the rule.
+ */
+static bool relet_ended = false;
+
+void
+queue_sqs_relet_ended(bool on)
+{
+	relet_ended = on;
+}
+
+/* Leases that may be changed: those running at now, or any (above). */
+static TimestampTz
+lease_floor(QueueMeta *q, TimestampTz now)
+{
+	return relet_ended && !q->fifo ? DT_NOBEGIN : now;
+}
+
 /* The new lease deadline: now + visibility_timeout (0 to 12 hours). */
 static TimestampTz
 new_visible_at(FunctionCallInfo fcinfo, int argno, QueueMeta *q, TimestampTz now)
@@ -374,7 +397,7 @@ queue_change_visibility(PG_FUNCTION_ARGS)
 	args[0] = Int64GetDatum(id);
 	args[1] = Int64GetDatum((int64) nonce);
 	args[2] = TimestampTzGetDatum(visible_at);
-	args[3] = TimestampTzGetDatum(now);
+	args[3] = TimestampTzGetDatum(lease_floor(q, now));
 	rc = queue_exec(q, QP_CHANGE_VIS, args, NULL, false, 0);
 	if (rc != SPI_OK_UPDATE)
 		elog(ERROR, "queue change_visibility failed: %s", SPI_result_code_string(rc));
@@ -409,7 +432,8 @@ queue_change_visibility_batch(PG_FUNCTION_ARGS)
 	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_RECEIVE);
 	parse_batch(PG_GETARG_ARRAYTYPE_P(1), q->id, &b);
 	now = GetCurrentTimestamp();
-	(void) settle_batch(q, QP_CHANGE_VIS_BATCH, &b, new_visible_at(fcinfo, 2, q, now), now);
+	(void) settle_batch(q, QP_CHANGE_VIS_BATCH, &b, new_visible_at(fcinfo, 2, q, now),
+						lease_floor(q, now));
 	emit_batch(fcinfo, &b);
 	queue_close(&call);
 	return (Datum) 0;

@@ -2925,8 +2925,10 @@ act_receive_message(SqsCall *call, StringInfo out, SqsResponse *resp)
  * SQS error, SQS_ERR_NONE with *ok set when SQS answers success, or
  * SQS_ERR_NONE with *ok unset when the SQL error is not one of a receipt's
  * (it is then raised as it is).  A forged receipt is 22P02; a stale one,
- * or one whose message is gone, or a visibility change after the lease
- * ended, is 55000.  On the wire the endpoint answers as SQS does (DESIGN.md
+ * or one whose message is gone, or a visibility change after a FIFO
+ * message's lease ended, is 55000 (a standard message's latest receipt
+ * leases it again here, as SQS: queue_sqs_relet_ended, around the
+ * endpoint's changes).  On the wire the endpoint answers as SQS does (DESIGN.md
  * "SQS API"), though the SQL API refuses: a stale receipt's DeleteMessage
  * succeeds and deletes nothing ("the request succeeds, but the message
  * will not be deleted"); its ChangeMessageVisibility is
@@ -2973,11 +2975,14 @@ settle_error(ErrorData *edata, bool change, const char *receipt,
 static void
 settle_one(PlanKind k, Datum *v, bool change, const char *receipt)
 {
-	ErrorData  *edata = run_in_subxact(k, v, NULL, NULL);
+	ErrorData  *edata;
 	SqsError	err;
 	const char *msg;
 	bool		ok;
 
+	queue_sqs_relet_ended(change);
+	edata = run_in_subxact(k, v, NULL, NULL);
+	queue_sqs_relet_ended(false);
 	if (edata == NULL)
 		return;
 	err = settle_error(edata, change, receipt, &msg, &ok);
@@ -3063,7 +3068,9 @@ settle_batch(SqsCall *call, StringInfo out, bool change)
 		v[0] = CStringGetTextDatum(name);
 		v[1] = CStringGetTextDatum(receipt);
 		v[2] = secs_interval(timeout);
+		queue_sqs_relet_ended(change);
 		edata = run_in_subxact(change ? P_CHANGE_VIS : P_DELETE, v, NULL, NULL);
+		queue_sqs_relet_ended(false);
 		if (edata != NULL)
 		{
 			bool		ok;

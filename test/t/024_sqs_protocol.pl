@@ -475,6 +475,31 @@ for my $proto ('json', 'query')
 		is($tm->{Attributes}{AWSTraceHeader}, $trace, "$proto: X-Amzn-Trace-Id on a send is the message's AWSTraceHeader")
 		  or diag($t[2]{body});
 	}
+	# ChangeMessageVisibility with the latest receipt after the lease ended
+	# leases the message again, as SQS (LocalStack's
+	# test_change_message_visibility_after_visibility_timeout_expiration and
+	# test_extend_message_visibility_timeout_set_in_queue); a stale receipt
+	# still changes nothing (DESIGN.md: InvalidParameterValue).
+	for my $proto ('json', 'query')
+	{
+		my $vq = "$base/relet-$proto";
+		my @r = wire(
+			{ proto => $proto, action => 'CreateQueue', input => { QueueName => "relet-$proto", Attributes => { VisibilityTimeout => '1' } } },
+			{ proto => $proto, action => 'SendMessage', input => { QueueUrl => $vq, MessageBody => 'again' } },
+			{ proto => $proto, action => 'ReceiveMessage', input => { QueueUrl => $vq } });
+		my $receipt = $r[2]{parsed}{Messages}[0]{ReceiptHandle};
+		sleep 2;
+		my @c = wire(
+			{ proto => $proto, action => 'ChangeMessageVisibility', input => { QueueUrl => $vq, ReceiptHandle => $receipt, VisibilityTimeout => 30 } },
+			{ proto => $proto, action => 'ReceiveMessage', input => { QueueUrl => $vq } },
+			{ proto => $proto, action => 'ChangeMessageVisibility', input => { QueueUrl => $vq, ReceiptHandle => $receipt, VisibilityTimeout => 0 } },
+			{ proto => $proto, action => 'ReceiveMessage', input => { QueueUrl => $vq } },
+			{ proto => $proto, action => 'ChangeMessageVisibility', input => { QueueUrl => $vq, ReceiptHandle => $receipt, VisibilityTimeout => 0 } });
+		is($c[0]{status}, 200, "$proto: the latest receipt after its lease ended leases the message again") or diag($c[0]{body});
+		is(scalar @{ $c[1]{parsed}{Messages} // [] }, 0, "$proto: ... so it is not received meanwhile");
+		is(scalar @{ $c[3]{parsed}{Messages} // [] }, 1, "$proto: handed back (0), it is received again");
+		is($c[4]{code}, 'InvalidParameterValue', "$proto: the receipt, stale now, changes nothing: InvalidParameterValue");
+	}
 	is($node->safe_psql('postgres', "SELECT count(*) FROM queue.peek('words.fifo') WHERE body = 'zero delay'"),
 		'1', 'the FIFO message sent with DelaySeconds=0 is there (once: the second protocol\'s is its duplicate by content)');
 }
