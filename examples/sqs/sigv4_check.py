@@ -50,7 +50,8 @@ SKEW = datetime.timedelta(minutes=16)
 
 
 class _Clock:
-    """botocore signs at datetime.datetime.utcnow(); this moves that clock."""
+    """botocore signs at datetime.datetime.utcnow() (get_current_datetime()
+    in newer releases); this moves that clock."""
 
     def __init__(self, at):
         self.at = at
@@ -67,11 +68,17 @@ class _Clock:
             datetime = Fixed
 
         self.saved = botocore.auth.datetime
+        # newer botocore (1.31 on, Debian sid's) asks get_current_datetime()
+        self.saved_now = getattr(botocore.auth, "get_current_datetime", None)
         if at is not None:
             botocore.auth.datetime = Module
+            if self.saved_now is not None:
+                botocore.auth.get_current_datetime = lambda *args, **kwargs: at
 
     def __exit__(self, *exc):
         botocore.auth.datetime = self.saved
+        if self.saved_now is not None:
+            botocore.auth.get_current_datetime = self.saved_now
 
 
 def utcnow():

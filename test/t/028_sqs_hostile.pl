@@ -41,6 +41,13 @@ use Test::More;
 my $python = '/usr/bin/python3';
 plan skip_all => 'no Debian python3-botocore'
   unless system("$python -I -c 'import botocore.auth' >/dev/null 2>&1") == 0;
+# The Query cases serialise and parse with botocore's SQS model, which is
+# the Query one up to botocore 1.34.89 (bookworm's 1.29); newer botocore
+# (Debian sid's) models SQS in JSON only: those cases then run in JSON alone.
+my @protos = system("$python -I -c 'import sys, botocore.session; "
+	  . "sys.exit(botocore.session.get_session().get_service_model(\"sqs\").protocol != \"query\")' >/dev/null 2>&1") == 0
+  ? ('json', 'query') : ('json');
+diag("botocore models SQS in JSON only: the Query cases are left out") if @protos == 1;
 delete $ENV{PYTHONPATH};
 
 my $port = PostgreSQL::Test::Cluster::get_free_port();
@@ -57,12 +64,15 @@ max_worker_processes = 16
 ));
 $node->start;
 my $boot = $node->safe_psql('postgres', 'SELECT rolname FROM pg_roles WHERE oid = 10');
+# force_parallel_mode was renamed debug_parallel_query in PostgreSQL 16
+my $parallel_guc = $node->safe_psql('postgres', 'SHOW server_version_num') >= 160000
+  ? 'debug_parallel_query' : 'force_parallel_mode';
 
 # The harness's own sessions never take the database's settings.
 my $clean = join ' ', map { "-c $_" } (
 	'search_path=pg_catalog,pg_temp', 'statement_timeout=0', 'lock_timeout=0',
 	'idle_in_transaction_session_timeout=0', 'default_transaction_read_only=off',
-	'default_transaction_isolation=read\\ committed', 'force_parallel_mode=off',
+	'default_transaction_isolation=read\\ committed', "$parallel_guc=off",
 	'exit_on_error=off', 'IntervalStyle=postgres', 'DateStyle=ISO', 'TimeZone=UTC');
 $ENV{PGOPTIONS} = "$clean -c role=none -c session_authorization=$boot";
 
@@ -247,7 +257,7 @@ my @db_settings = (
 	"default_transaction_deferrable = on", "transform_null_equals = on",
 	"TimeZone = 'Pacific/Kiritimati'", "DateStyle = 'SQL, DMY'", "IntervalStyle = 'sql_standard'",
 	"extra_float_digits = -15", "bytea_output = 'escape'", "row_security = off",
-	"standard_conforming_strings = off", "array_nulls = off", "force_parallel_mode = regress",
+	"standard_conforming_strings = off", "array_nulls = off", "$parallel_guc = regress",
 	"work_mem = '64kB'", "enable_indexscan = off", "enable_bitmapscan = off",
 	"default_transaction_read_only = on");
 mallory(join ";\n", map { "ALTER DATABASE hostile SET $_" } @db_settings);
@@ -333,7 +343,7 @@ sub expect
 # botocore's Query parse or the JSON document
 sub out { return $_[0]{parsed} // {}; }
 
-for my $p ('json', 'query')
+for my $p (@protos)
 {
 	my ($src, $dlq, $fifo, $lp, $dsrc) = map { "h_${_}_$p" } qw(src dlq fifo lp dsrc);
 	$fifo .= '.fifo';
@@ -471,7 +481,7 @@ for my $p ('json', 'query')
 ($rc, $o, $e) = as_role_clean('bob', q(SELECT queue.create('bobq')));
 is($rc, 0, 'bob makes his queue') or diag($e);
 my $bob = client($bkey, $bsecret);
-for my $p ('json', 'query')
+for my $p (@protos)
 {
 	my $bq = "$base/bobq";
 	my $a = expect($app, $p, 'ListQueues', {}, 200);
@@ -495,7 +505,7 @@ for my $p ('json', 'query')
 }
 ($rc, $o, $e) = as_role_clean('bob', q(SELECT queue.grant('bobq', 'app', ARRAY['send'])));
 is($rc, 0, 'bob grants send to app') or diag($e);
-for my $p ('json', 'query')
+for my $p (@protos)
 {
 	my $bq = "$base/bobq";
 	my $a = expect($app, $p, 'ListQueues', {}, 200);
@@ -516,7 +526,7 @@ my $long = 'x' x 100000;
 my @payloads = ("q'); SELECT public.pwn(); --", "q\"; SELECT evil.pwn(); --", '$1', '$1); SELECT evil."$1"() --',
 	"a;b", "%", "_", "a\x{0}b", $long);
 my %short = map { my $t = $_; $t =~ s/\x{0}/\\0/g; ($_ => length($_) > 40 ? 'x' x 5 . '...(' . length($_) . ')' : $t) } @payloads;
-for my $p ('json', 'query')
+for my $p (@protos)
 {
 	my $q = "$base/h_src_$p";
 	expect($app, $p, 'SendMessage', { QueueUrl => $q, MessageBody => 'keep' }, 200);
@@ -675,7 +685,7 @@ CREATE VIEW queue_citus.sqs_endpoints AS SELECT * FROM queue_citus.endpoints();
 GRANT SELECT ON queue_citus.sqs_endpoints TO PUBLIC;
 ));
 	}
-	for my $p ('json', 'query')
+	for my $p (@protos)
 	{
 		my $q = "$base/h_src_$p";
 		expect($app, $p, 'SendMessage', { QueueUrl => $q, MessageBody => "citus $form" }, 200);
@@ -746,7 +756,7 @@ ok($up, 'the endpoint listens again');
 # superuser, and the actions run as the key's role.)
 my ($worker) = split / /, sqs_worker();
 $app = client($key, $secret);
-for my $p ('json', 'query')
+for my $p (@protos)
 {
 	expect($app, $p, 'GetQueueUrl', { QueueName => 'nosuch' }, 400, 'AWS.SimpleQueueService.NonExistentQueue');
 	expect($app, $p, 'DeleteMessage', { QueueUrl => "$base/h_src_$p", ReceiptHandle => 'garbage' }, 404, 'ReceiptHandleIsInvalid');

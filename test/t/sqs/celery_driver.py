@@ -18,6 +18,9 @@ import boto3
 import botocore
 
 ENDPOINT, KEY, SECRET, WORK = sys.argv[1:5]
+# absolute: the worker runs in examples/sqs, and the file result backend
+# of newer Celery (5.6, Debian sid's) takes the path as given
+WORK = os.path.abspath(WORK)
 EXAMPLES = os.path.join(os.path.dirname(os.path.abspath(__file__)), '..', '..', '..',
                         'examples', 'sqs')
 env = dict(os.environ, SQS_ENDPOINT=ENDPOINT, AWS_ACCESS_KEY_ID=KEY, AWS_SECRET_ACCESS_KEY=SECRET,
