@@ -476,11 +476,17 @@ def sign(method, url, headers, body, key=None, secret=None, presign=False, when=
             def utcnow(cls):
                 return when
         import botocore.auth as ba
+        # newer botocore (1.31 on, Debian sid's) asks get_current_datetime()
+        saved_now = getattr(ba, "get_current_datetime", None)
         ba.datetime.datetime = Fixed
+        if saved_now is not None:
+            ba.get_current_datetime = lambda *args, **kwargs: when
         try:
             auth.add_auth(req)
         finally:
             ba.datetime.datetime = orig
+            if saved_now is not None:
+                ba.get_current_datetime = saved_now
     else:
         auth.add_auth(req)
     return req.url, dict(req.headers.items())
