@@ -255,8 +255,9 @@ static const PlanDef plan_defs[P_NUM] = {
 		" FROM queue._queues q WHERE t.task_handle OPERATOR(pg_catalog.=) $1"
 		" AND t.status OPERATOR(pg_catalog.=) 'RUNNING'"
 		" AND q.queue_id OPERATOR(pg_catalog.=) t.source_queue_id"
+		" AND t.source_queue_id OPERATOR(pg_catalog.=) $3"
 		" AND queue._may(q, $2, 'manage') RETURNING t.moved",
-		2, {TEXTOID, OIDOID}
+		3, {TEXTOID, OIDOID, INT8OID}
 	},
 	/*
 	 * SQS's encryption attributes, kept as given (queue._sqs_attributes is
@@ -3108,6 +3109,25 @@ settle_batch(SqsCall *call, StringInfo out, bool change)
  * ---------------------------------------------------------------------
  */
 
+/*
+ * A task's TaskHandle as SQS makes it: base64 of
+ * {"taskId":"<id>","sourceArn":"<the source's ARN>"} (LocalStack's tests,
+ * checked against AWS, decode it so).
+ */
+static char *
+task_handle(SqsCall *call, const char *task_id, const char *source)
+{
+	StringInfoData doc;
+
+	initStringInfo(&doc);
+	appendStringInfoString(&doc, "{\"taskId\":");
+	escape_json(&doc, task_id);
+	appendStringInfoString(&doc, ",\"sourceArn\":");
+	escape_json(&doc, sqs_queue_arn(call, source));
+	appendStringInfoChar(&doc, '}');
+	return b64_encode(doc.data);
+}
+
 /* A queue as a move task sees it: its id, type and the caller's rights. */
 typedef struct TaskQueue
 {
@@ -3162,7 +3182,7 @@ act_start_message_move_task(SqsCall *call, StringInfo out)
 	Datum		v[8];
 	char		nulls[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	unsigned char rnd[16];
-	char		handle[33];
+	char		task_id[37];
 	bool		first = true;
 
 	has_rate = in_int(in, "MaxNumberOfMessagesPerSecond", 1, 500, &rate);
@@ -3195,11 +3215,16 @@ act_start_message_move_task(SqsCall *call, StringInfo out)
 		to_move = counts[0] + counts[1] + counts[2];
 	}
 
+	/* the task's id, a random (version 4) UUID as SQS's */
 	if (!pg_strong_random(rnd, sizeof(rnd)))
-		elog(ERROR, "could not generate a task handle");
-	for (int i = 0; i < 16; i++)
-		snprintf(handle + 2 * i, 3, "%02x", rnd[i]);
-	v[0] = CStringGetTextDatum(handle);
+		elog(ERROR, "could not generate a task id");
+	rnd[6] = (rnd[6] & 0x0f) | 0x40;
+	rnd[8] = (rnd[8] & 0x3f) | 0x80;
+	snprintf(task_id, sizeof(task_id),
+			 "%02x%02x%02x%02x-%02x%02x-%02x%02x-%02x%02x-%02x%02x%02x%02x%02x%02x",
+			 rnd[0], rnd[1], rnd[2], rnd[3], rnd[4], rnd[5], rnd[6], rnd[7],
+			 rnd[8], rnd[9], rnd[10], rnd[11], rnd[12], rnd[13], rnd[14], rnd[15]);
+	v[0] = CStringGetTextDatum(task_id);
 	v[1] = Int64GetDatum(sq.id);
 	if (dest != NULL)
 	{
@@ -3226,7 +3251,7 @@ act_start_message_move_task(SqsCall *call, StringInfo out)
 	queue_move_task_started();
 
 	appendStringInfoChar(out, '{');
-	kv_str(out, &first, "TaskHandle", handle);
+	kv_str(out, &first, "TaskHandle", task_handle(call, task_id, source));
 	appendStringInfoChar(out, '}');
 }
 
@@ -3269,7 +3294,7 @@ act_list_message_move_tasks(SqsCall *call, StringInfo out)
 			appendStringInfoChar(out, ',');
 		appendStringInfoChar(out, '{');
 		if (status != NULL && strcmp(status, "RUNNING") == 0)
-			kv_str(out, &first, "TaskHandle", col_text(r, 1));
+			kv_str(out, &first, "TaskHandle", task_handle(call, col_text(r, 1), source));
 		kv_str(out, &first, "Status", status ? status : "COMPLETED");
 		kv_str(out, &first, "SourceArn", sqs_queue_arn(call, source));
 		if (dest != NULL)
@@ -3301,17 +3326,36 @@ static void
 act_cancel_message_move_task(SqsCall *call, StringInfo out)
 {
 	char	   *handle = req_str(&call->input->root, "TaskHandle");
-	Datum		v[2];
+	char	   *doc = b64_decode_token(handle, "TaskHandle");
+	size_t		len = strlen(doc);
+	Jsonb	   *jb;
+	char	   *task_id;
+	char	   *source_arn;
+	TaskQueue	sq;
+	Datum		v[3];
 	bool		isnull;
 	bool		first = true;
 	int64		moved;
 
-	v[0] = CStringGetTextDatum(handle);
+	/* SQS's handle: base64 of {"taskId": ..., "sourceArn": ...} */
+	if (len < 2 || doc[0] != '{' || doc[len - 1] != '}' ||
+		!pg_verify_mbstr(PG_UTF8, doc, (int) len, true))
+		sqs_fail(SQS_ERR_INVALID_PARAMETER_VALUE, "Value for parameter TaskHandle is invalid.");
+	jb = DatumGetJsonbP(cstring_jsonb(doc));
+	task_id = JB_ROOT_IS_OBJECT(jb) ? in_str(&jb->root, "taskId") : NULL;
+	source_arn = JB_ROOT_IS_OBJECT(jb) ? in_str(&jb->root, "sourceArn") : NULL;
+	if (task_id == NULL || source_arn == NULL)
+		sqs_fail(SQS_ERR_INVALID_PARAMETER_VALUE, "Value for parameter TaskHandle is invalid.");
+	if (!task_queue(call, name_of_arn(source_arn, "SourceArn"), &sq))
+		sqs_fail(SQS_ERR_RESOURCE_NOT_FOUND,
+				 "The resource that you specified for the SourceArn parameter doesn't exist.");
+
+	v[0] = CStringGetTextDatum(task_id);
 	v[1] = ObjectIdGetDatum(call->auth.role);
+	v[2] = Int64GetDatum(sq.id);
 	run_as_owner(P_TASK_CANCEL, v, NULL);
 	if (SPI_processed == 0)
-		sqs_fail(SQS_ERR_RESOURCE_NOT_FOUND,
-				 "No running message move task has the handle %s.", handle);
+		sqs_fail(SQS_ERR_RESOURCE_NOT_FOUND, "Task does not exist.");
 	check_result_cols(1);
 	moved = DatumGetInt64(col(0, 1, &isnull));
 	appendStringInfoChar(out, '{');

@@ -169,7 +169,7 @@ my @cases = (
 	[ 'ListMessageMoveTasks', {}, 400, 'MissingParameter' ],
 	[ 'ListMessageMoveTasks', { SourceArn => $nosuch_arn }, 404, 'ResourceNotFoundException' ],
 	[ 'CancelMessageMoveTask', {}, 400, 'MissingParameter' ],
-	[ 'CancelMessageMoveTask', { TaskHandle => 'garbage' }, 404, 'ResourceNotFoundException' ],
+	[ 'CancelMessageMoveTask', { TaskHandle => 'garbage' }, 400, 'InvalidParameterValue' ],
 	[ 'AddPermission', { QueueUrl => $q1, Label => 'l', AWSAccountIds => ['111111111111'], Actions => ['SendMessage'] }, 400, 'AWS.SimpleQueueService.UnsupportedOperation' ],
 	[ 'RemovePermission', { QueueUrl => $q1, Label => 'l' }, 400, 'AWS.SimpleQueueService.UnsupportedOperation' ],
 	[ 'FlyToTheMoon', {}, 400, 'InvalidAction' ],

@@ -9,6 +9,7 @@ KEYS is "role=key:secret,..." for the roles mover, other and nobody.
 Prints one line per assertion ("ok\tname" or "not ok\tname\tdetail") and
 "value\tname\ttext" lines the test reads or prints.
 """
+import base64
 import json
 import sys
 import threading
@@ -90,6 +91,27 @@ def phase_big():
           status == 200 and 'TaskHandle' in r, (status, r))
     check('StartMessageMoveTask answers at once (under 0.5 s)', secs < 0.5, secs)
     handle = r.get('TaskHandle')
+    # SQS's handle: base64 of {"taskId": <a UUID>, "sourceArn": <the source>}
+    try:
+        doc = json.loads(base64.b64decode(handle or ''))
+    except ValueError:
+        doc = {}
+    check('the TaskHandle is base64 of {"taskId", "sourceArn"}, as SQS\'s',
+          isinstance(doc, dict) and doc.get('sourceArn') == arn('mv_dlq') and
+          len(doc.get('taskId', '')) == 36 and doc['taskId'].count('-') == 4, (handle, doc))
+    status, r, _ = call('mover', 'CancelMessageMoveTask', {'TaskHandle': 'foobared'})
+    check('a TaskHandle that is no handle: InvalidParameterValue, in SQS\'s words',
+          status == 400 and r.get('message') == 'Value for parameter TaskHandle is invalid.', (status, r))
+    for what, doc2, words in (
+            ('a source that does not exist', {'taskId': doc.get('taskId'), 'sourceArn': arn('mv_no_such_queue')},
+             "The resource that you specified for the SourceArn parameter doesn't exist."),
+            ('a task that does not exist', {'taskId': '10f57157-fc38-4da9-a113-4de7e12d05aa', 'sourceArn': arn('mv_dlq')},
+             'Task does not exist.')):
+        forged = base64.b64encode(json.dumps(doc2, separators=(',', ':')).encode()).decode()
+        status, r, _ = call('mover', 'CancelMessageMoveTask', {'TaskHandle': forged})
+        check('a handle naming %s: ResourceNotFoundException, in SQS\'s words' % what,
+              status in (400, 404) and 'ResourceNotFound' in r.get('__type', '') and r.get('message') == words,
+              (status, r))
     seen = []
     final = None
     while time.monotonic() - t_start < 120:
