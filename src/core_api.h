@@ -70,4 +70,12 @@ extern PGDLLEXPORT void queue_sqs_sizes_checked(bool on);
  */
 extern PGDLLEXPORT void queue_sqs_relet_ended(bool on);
 
+/*
+ * settle.c: on (true) while the endpoint's own deletes run: a FIFO
+ * message's delete needs its lease still running, as SQS's (the latest
+ * receipt of an ended lease is 55000, "a lease that has ended"); the SQL
+ * API deletes with the latest receipt whenever.
+ */
+extern PGDLLEXPORT void queue_sqs_fifo_delete_live(bool on);
+
 #endif							/* QUEUE_CORE_API_H */

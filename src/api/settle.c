@@ -39,6 +39,8 @@ PG_FUNCTION_INFO_V1(queue_delete_batch);
 PG_FUNCTION_INFO_V1(queue_change_visibility);
 PG_FUNCTION_INFO_V1(queue_change_visibility_batch);
 
+static QueuePlanKind fifo_delete_kind(void);
+
 /* The receipts of a batch argument, decoded and checked. */
 typedef struct ReceiptBatch
 {
@@ -204,14 +206,14 @@ settle_batch(QueueMeta *q, QueuePlanKind kind, ReceiptBatch *b,
 	if (rc != SPI_OK_DELETE_RETURNING && rc != SPI_OK_UPDATE_RETURNING)
 		elog(ERROR, "queue batch failed: %s", SPI_result_code_string(rc));
 	ndone = (int) SPI_processed;
-	mark_done(b, kind == QP_DELETE_BATCH);
+	mark_done(b, kind == QP_DELETE_BATCH || kind == QP_DELETE_LIVE_BATCH);
 	if (q->fifo)
 	{
 		/* The groups acted on (column 3), for the refresh below. */
 		ngroups = queue_spi_groups(3, &groups);
 		ngroups = queue_sort_unique_texts(groups, ngroups);
 	}
-	check_misses(q, b, kind == QP_CHANGE_VIS_BATCH);
+	check_misses(q, b, kind == QP_CHANGE_VIS_BATCH || kind == QP_DELETE_LIVE_BATCH);
 	if (q->fifo)
 	{
 		queue_fifo_refresh_groups(q, ngroups, groups);
@@ -261,7 +263,7 @@ queue_delete(PG_FUNCTION_ARGS)
 		b.ids = &id;
 		b.nonces = &nonce;
 		b.done = (bool[1]) {false};
-		if (settle_batch(q, QP_DELETE_BATCH, &b, 0, 0) > 0)
+		if (settle_batch(q, fifo_delete_kind(), &b, 0, GetCurrentTimestamp()) > 0)
 			queue_count(q->id, QC_DELETED, 1);
 		queue_close(&call);
 		PG_RETURN_BOOL(b.done[0]);
@@ -307,7 +309,8 @@ queue_delete_batch(PG_FUNCTION_ARGS)
 	parse_batch(PG_GETARG_ARRAYTYPE_P(1), q->id, &b);
 	if (!q->fifo)
 		note_delete(q);
-	ndone = settle_batch(q, QP_DELETE_BATCH, &b, 0, 0);
+	ndone = settle_batch(q, q->fifo ? fifo_delete_kind() : QP_DELETE_BATCH, &b, 0,
+						 GetCurrentTimestamp());
 	if (ndone > 0)
 		queue_count(q->id, QC_DELETED, ndone);
 	emit_batch(fcinfo, &b);
@@ -327,6 +330,26 @@ void
 queue_sqs_relet_ended(bool on)
 {
 	relet_ended = on;
+}
+
+/*
+ * Set by the SQS endpoint around its deletes (core_api.h): on the wire, as
+ * SQS, a FIFO message's delete needs its lease still running (SQS: "The
+ * receipt handle has expired"); the SQL API deletes with the latest
+ * receipt whenever.
+ */
+static bool fifo_delete_live = false;
+
+void
+queue_sqs_fifo_delete_live(bool on)
+{
+	fifo_delete_live = on;
+}
+
+static QueuePlanKind
+fifo_delete_kind(void)
+{
+	return fifo_delete_live ? QP_DELETE_LIVE_BATCH : QP_DELETE_BATCH;
 }
 
 /* Leases that may be changed: those running at now, or any (above). */

@@ -2951,6 +2951,14 @@ settle_error(ErrorData *edata, bool change, const char *receipt,
 	}
 	if (edata->sqlerrcode == ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
 	{
+		/* a FIFO delete after the lease ended (queue_sqs_fifo_delete_live) */
+		if (!change && edata->message != NULL &&
+			strstr(edata->message, "for a lease that has ended") != NULL)
+		{
+			*msg = psprintf("Value %.*s for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.",
+							rlen, receipt);
+			return SQS_ERR_INVALID_PARAMETER_VALUE;
+		}
 		if (change)
 		{
 			*msg = psprintf("Value %.*s for parameter ReceiptHandle is invalid. Reason: Message does not exist or is not available for visibility timeout change.",
@@ -2982,8 +2990,10 @@ settle_one(PlanKind k, Datum *v, bool change, const char *receipt)
 	bool		ok;
 
 	queue_sqs_relet_ended(change);
+	queue_sqs_fifo_delete_live(!change);
 	edata = run_in_subxact(k, v, NULL, NULL);
 	queue_sqs_relet_ended(false);
+	queue_sqs_fifo_delete_live(false);
 	if (edata == NULL)
 		return;
 	err = settle_error(edata, change, receipt, &msg, &ok);
@@ -3070,8 +3080,10 @@ settle_batch(SqsCall *call, StringInfo out, bool change)
 		v[1] = CStringGetTextDatum(receipt);
 		v[2] = secs_interval(timeout);
 		queue_sqs_relet_ended(change);
+		queue_sqs_fifo_delete_live(!change);
 		edata = run_in_subxact(change ? P_CHANGE_VIS : P_DELETE, v, NULL, NULL);
 		queue_sqs_relet_ended(false);
+		queue_sqs_fifo_delete_live(false);
 		if (edata != NULL)
 		{
 			bool		ok;

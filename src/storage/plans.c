@@ -152,6 +152,17 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * exactly in C, which checks each returned row's receipt against the one
 	 * given for its id and fails the whole call on a mismatch.
 	 */
+	/*
+	 * As QP_DELETE_BATCH, but only a lease still running ($4: now; $3 is
+	 * unused): SQS refuses a FIFO message's delete once its visibility
+	 * timeout passed (settle.c, for the SQS endpoint).
+	 */
+	[QP_DELETE_LIVE_BATCH] = {
+		"DELETE FROM {q} m WHERE {S.m}m.message_id = ANY ($1) AND m.receipt = ANY ($2)"
+		" AND m.visible_at > $4"
+		" RETURNING m.message_id, m.receipt, m.message_group_id",
+		4, {INT8ARRAYOID, INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZOID}
+	},
 	[QP_DELETE_BATCH] = {
 		"DELETE FROM {q} m WHERE {S.m}m.message_id = ANY ($1) AND m.receipt = ANY ($2)"
 		" RETURNING m.message_id, m.receipt, m.message_group_id",

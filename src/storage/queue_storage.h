@@ -66,6 +66,7 @@ typedef enum QueuePlanKind
 	QP_RECEIVE,
 	QP_DELETE,
 	QP_DELETE_BATCH,
+	QP_DELETE_LIVE_BATCH,		/* only leases running: the SQS endpoint's FIFO deletes */
 	QP_CHANGE_VIS,
 	QP_CHANGE_VIS_BATCH,
 	QP_RECEIPTS_OF,				/* current receipts of some message ids */

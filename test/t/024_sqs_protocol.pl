@@ -491,12 +491,26 @@ for my $proto ('json', 'query')
 	for my $proto ('json', 'query')
 	{
 		my $vq = "$base/relet-$proto";
+		my $fq = "$base/relet-$proto.fifo";
 		my @r = wire(
 			{ proto => $proto, action => 'CreateQueue', input => { QueueName => "relet-$proto", Attributes => { VisibilityTimeout => '1' } } },
 			{ proto => $proto, action => 'SendMessage', input => { QueueUrl => $vq, MessageBody => 'again' } },
-			{ proto => $proto, action => 'ReceiveMessage', input => { QueueUrl => $vq } });
+			{ proto => $proto, action => 'ReceiveMessage', input => { QueueUrl => $vq } },
+			{ proto => $proto, action => 'CreateQueue', input => { QueueName => "relet-$proto.fifo",
+				  Attributes => { FifoQueue => 'true', ContentBasedDeduplication => 'true', VisibilityTimeout => '1' } } },
+			{ proto => $proto, action => 'SendMessage', input => { QueueUrl => $fq, MessageBody => 'f', MessageGroupId => 'g' } },
+			{ proto => $proto, action => 'ReceiveMessage', input => { QueueUrl => $fq } });
 		my $receipt = $r[2]{parsed}{Messages}[0]{ReceiptHandle};
+		my $freceipt = $r[5]{parsed}{Messages}[0]{ReceiptHandle};
 		sleep 2;
+		# (LocalStack's test_fifo_delete_after_visibility_timeout: SQS refuses
+		# a FIFO delete once the visibility timeout passed)
+		my ($fd) = wire({ proto => $proto, action => 'DeleteMessage', input => { QueueUrl => $fq, ReceiptHandle => $freceipt } });
+		is($fd->{code}, 'InvalidParameterValue', "$proto: a FIFO delete after the lease ended is refused");
+		is($fd->{message}, "Value $freceipt for parameter ReceiptHandle is invalid. Reason: The receipt handle has expired.",
+			"$proto: in SQS's words");
+		is($node->safe_psql('postgres', "SELECT count(*) FROM queue.peek('relet-$proto.fifo')"), '1',
+			"$proto: and the message stays");
 		my @c = wire(
 			{ proto => $proto, action => 'ChangeMessageVisibility', input => { QueueUrl => $vq, ReceiptHandle => $receipt, VisibilityTimeout => 30 } },
 			{ proto => $proto, action => 'ReceiveMessage', input => { QueueUrl => $vq } },

@@ -208,7 +208,10 @@ def main():
     time.sleep(1.5)
     code = error_code(sqs.change_message_visibility, QueueUrl=q,
                       ReceiptHandle=m2['ReceiptHandle'], VisibilityTimeout=5)
-    check('lease ended: InvalidParameterValue (SQS)', code == 'InvalidParameterValue', code)
+    check('lease ended, latest receipt: leased again, as SQS does', code is None, code)
+    check('... so it is not received meanwhile',
+          not sqs.receive_message(QueueUrl=q, MaxNumberOfMessages=10).get('Messages'))
+    sqs.change_message_visibility(QueueUrl=q, ReceiptHandle=m2['ReceiptHandle'], VisibilityTimeout=0)
     check('VisibilityTimeout 43201: InvalidParameterValue',
           error_code(sqs.receive_message, QueueUrl=q, VisibilityTimeout=43201) == 'InvalidParameterValue')
     check('WaitTimeSeconds 21: InvalidParameterValue',
@@ -279,11 +282,14 @@ def main():
     check('dedup: the original MessageId', r1['MessageId'] == r2['MessageId'], (r1, r2))
     check('FIFO send: SequenceNumber of 20 digits',
           r1.get('SequenceNumber', '').isdigit() and len(r1['SequenceNumber']) >= 20, r1)
-    r = sqs.send_message_batch(QueueUrl=fq, Entries=[
-        {'Id': 'x%d' % i, 'MessageBody': 'f%d' % i, 'MessageGroupId': 'g'} for i in range(2, 6)] +
-        [{'Id': 'nogroup', 'MessageBody': 'f9'}])
-    check('FIFO batch: entry without group fails alone',
-          len(r.get('Successful', [])) == 4 and [e['Id'] for e in r.get('Failed', [])] == ['nogroup'], r)
+    good = [{'Id': 'x%d' % i, 'MessageBody': 'f%d' % i, 'MessageGroupId': 'g'} for i in range(2, 6)]
+    code = error_code(sqs.send_message_batch, QueueUrl=fq,
+                      Entries=good + [{'Id': 'nogroup', 'MessageBody': 'f9'}])
+    check('FIFO batch: an entry without group fails the whole batch, as SQS (InvalidParameterValue)',
+          code == 'InvalidParameterValue', code)
+    r = sqs.send_message_batch(QueueUrl=fq, Entries=good)
+    check('FIFO batch: the others, sent alone, go',
+          len(r.get('Successful', [])) == 4 and not r.get('Failed'), r)
     code = error_code(sqs.send_message, QueueUrl=fq, MessageBody='x', MessageGroupId='g',
                       DelaySeconds=5)
     check('FIFO per-message delay: InvalidParameterValue', code == 'InvalidParameterValue', code)
