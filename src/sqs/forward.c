@@ -3,27 +3,27 @@
  * forward.c
  *	  On a Citus cluster, requests for a queue of another node go to that
  *	  node's endpoint (docs/citus.md "The SQS endpoint across nodes"):
- *	  libcurl's multi interface, driven by server.c's event loop, so a
+ *	  libcurl's multi interface, driven by worker.c's event loop, so a
  *	  forwarded request holds a socket of the worker, never the worker.
  *
- * server.c starts a forward once protocol.c has verified the request and
+ * exchange.c starts a forward once protocol.c has verified the request and
  * found the queue's node (SqsResponse.forward_url); the request goes as it
  * was received (method, path and query, headers, body: its signature stays
  * valid, and the queue's node verifies it again), marked with
  * SQS_FORWARDED_HEADER so that it is never forwarded twice.  libcurl tells
- * which of its sockets it waits on and when its next timeout is; server.c
+ * which of its sockets it waits on and when its next timeout is; worker.c
  * puts those in its WaitEventSet and calls back here when one is ready.
  * A finished forward (its answer, or its failure) is handed back to
- * server.c, which answers the client with it.
+ * exchange.c, which answers the client with it.
  *
- * Bounds: SQS_FORWARDS_MAX forwards in flight per worker (server.c
+ * Bounds: SQS_FORWARDS_MAX forwards in flight per worker (exchange.c
  * answers ServiceUnavailable beyond), connecting at most
  * SQS_FORWARD_CONNECT_MS, the whole exchange at most SQS_FORWARD_TOTAL_MS
  * (a long poll's 20 s and a margin), an answer of at most
  * SQS_FORWARD_MAX_ANSWER bytes.  No signals (CURLOPT_NOSIGNAL).
  *
  * Built only with libcurl (QUEUE_SQS_CURL, src/sqs/Makefile); without it
- * sqs_forward_available is false and server.c answers such a request
+ * sqs_forward_available is false and exchange.c answers such a request
  * ServiceUnavailable.
  *
  *-------------------------------------------------------------------------
@@ -49,7 +49,7 @@ struct SqsForward
 {
 	CURL	   *easy;
 	struct curl_slist *headers;
-	void	   *owner;			/* server.c's exchange */
+	void	   *owner;			/* exchange.c's SqsExchange */
 	MemoryContext cxt;			/* the exchange's: the answer grows there */
 	StringInfoData body;
 	bool		overflow;

@@ -26,7 +26,8 @@
  * API and is mapped by its SQLSTATE (sql_error()).  Anything unexpected is
  * an InternalError whose real message goes to the server log only.
  *
- * May call: actions.c, sigv4.c, PostgreSQL.  Called by: server.c.
+ * May call: actions.c, sigv4.c, PostgreSQL.  Called by: exchange.c
+ * (sqs_handle, sqs_refuse), worker.c (sqs_read_request_bounds).
  *
  *-------------------------------------------------------------------------
  */
@@ -1046,7 +1047,7 @@ valid_action_name(const char *s)
  * of one role delays another's beyond a bound).  The workers serve every
  * connection from one loop, so a statement that waits holds them all:
  * a lock wait ends after queue.sqs_lock_timeout (the request is then tried
- * again later by server.c, or answered ServiceUnavailable), and the whole
+ * again later by exchange.c, or answered ServiceUnavailable), and the whole
  * transaction after queue.sqs_statement_timeout (ServiceUnavailable).
  * Both are set here, at the transaction's own level, above the worker's
  * pinned settings (elevated.c) and beyond the reach of any role's or the
@@ -1056,7 +1057,7 @@ static char request_lock_timeout[32] = "10";
 static int	request_statement_timeout = 5000;
 
 /*
- * queue.sqs_lock_timeout and queue.sqs_statement_timeout, read by server.c
+ * queue.sqs_lock_timeout and queue.sqs_statement_timeout, read by worker.c
  * when the worker starts and at each reload, not per request.
  */
 void
@@ -1093,8 +1094,9 @@ request_bounds_end(void)
 }
 
 /*
- * An SQS error answered without a transaction (server.c, before the body
- * is read): in AWS JSON 1.0 when json, else Query's XML.
+ * An SQS error answered without a transaction (exchange.c: the worker's
+ * own, before or around sqs_handle): in AWS JSON 1.0 when json, else
+ * Query's XML, from wire.c's table as every other error.
  */
 void
 sqs_refuse(SqsResponse *resp, bool json, int err, const char *message,
@@ -1268,7 +1270,7 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 
 		/*
 		 * On a Citus cluster, a queue of another node: the request goes
-		 * there as received (server.c), verified here first and again
+		 * there as received (exchange.c), verified here first and again
 		 * there; one that was forwarded already is served here.
 		 */
 		if (sqs_header(req, SQS_FORWARDED_HEADER) == NULL)
@@ -1355,7 +1357,7 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 	pgstat_report_activity(STATE_IDLE, NULL);
 
 	if (ok && resp->forward_url != NULL)
-		;						/* server.c forwards it */
+		;						/* exchange.c forwards it */
 	else if (ok)
 	{
 		resp->status = 200;
@@ -1380,7 +1382,7 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 			message = edata->message;
 		else if (edata->sqlerrcode == ERRCODE_LOCK_NOT_AVAILABLE)
 		{
-			/* a lock held elsewhere: server.c may try again later */
+			/* a lock held elsewhere: exchange.c may try again later */
 			err = SQS_PERR_UNAVAILABLE;
 			message = "The queue is busy; try again later.";
 			resp->lock_retry = true;

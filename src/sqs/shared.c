@@ -6,13 +6,13 @@
  *	  workers, so only when queue.sqs_listen is set): when each queue was
  *	  last purged over HTTP (SQS's PurgeQueueInProgress: one purge a queue
  *	  a minute), and whether a worker's last start died connecting to
- *	  queue.sqs_database (server.c then waits for the database instead of
+ *	  queue.sqs_database (worker.c then waits for the database instead of
  *	  dying again every second).
  *
  * Nothing here outlives the server or needs to: a restart forgets a purge
  * (the next one is allowed) and starts the workers afresh.
  *
- * May call: PostgreSQL only.  Called by: server.c (attach, database
+ * May call: PostgreSQL only.  Called by: worker.c (attach, database
  * waits) and actions.c (purges).
  *
  *-------------------------------------------------------------------------
@@ -76,7 +76,7 @@ sqs_shmem_startup(void)
 	LWLockRelease(AddinShmemInitLock);
 }
 
-/* In the postmaster's _PG_init (server.c's queue_sqs_register) */
+/* In the postmaster's _PG_init (worker.c's queue_sqs_register) */
 void
 sqs_shared_request(void)
 {

@@ -7,7 +7,7 @@
  * A worker serves every role from one loop, and two things of it are held
  * for as long as a request waits:
  *
- *	- a parked long poll (server.c) holds a connection of the worker's
+ *	- a parked long poll (exchange.c) holds a connection of the worker's
  *	  queue.sqs_max_connections for up to 20 seconds.  A role parks at most
  *	  queue.sqs_long_polls_per_role (default 1,000) at once; its next long
  *	  poll is answered ServiceUnavailable (the SDKs retry it later), so
@@ -24,7 +24,8 @@
  * The counts are the worker's own (no shared memory): each worker bounds
  * its own loop.  Settings read at start and at each reload.
  *
- * May call: PostgreSQL.  Called by: server.c.
+ * May call: PostgreSQL.  Called by: exchange.c (take, give), worker.c
+ * (settings).
  *
  *-------------------------------------------------------------------------
  */
@@ -47,7 +48,7 @@ static int	totals[SQS_SHARE_KINDS];
 static int	long_polls_per_role = 1000;
 static int	forwards_per_role = 64;
 
-/* queue.sqs_long_polls_per_role and queue.sqs_forwards_per_role (server.c, start and reload) */
+/* queue.sqs_long_polls_per_role and queue.sqs_forwards_per_role (worker.c, start and reload) */
 void
 sqs_shares_read_settings(void)
 {

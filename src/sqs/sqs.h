@@ -6,11 +6,16 @@
  *	  core library has no HTTP dependency.
  *
  * Rooms of this folder, top to bottom (each may call only those below it):
- *	  server.c	 the workers: libmicrohttpd in the worker's own event loop
- *				 (no threads), requests in, responses out, parked long polls
+ *	  worker.c	 the workers as processes: registration, start, settings,
+ *				 each one's event loop (one WaitEventSet, no threads)
+ *	  server.c	 libmicrohttpd's daemon in that loop: requests in
+ *	  exchange.c a request once it has arrived: served, answered (errors
+ *				 too, from wire.c's table through protocol.c), parked long
+ *				 polls and lock retries, forwards; server.h is what these
+ *				 three share, top to bottom
  *	  forward.c  on a Citus cluster, requests for another node's queue sent
  *				 on to that node's endpoint by libcurl's multi interface,
- *				 driven by server.c's loop
+ *				 driven by worker.c's loop
  *	  protocol.c one request: which protocol (AWS JSON 1.0 or Query), its
  *				 transaction, authentication, the action, the answer in the
  *				 request's protocol (JSON or XML), SQS's errors; whether
@@ -24,10 +29,10 @@
  *				 minute), workers that died connecting to their database
  *	  shares.c	 each role's share of a worker's parked long polls and
  *				 forward slots
- * Below them: PostgreSQL, libmicrohttpd (server.c only), libcurl
- * (forward.c only, when built with it), OpenSSL, and the
- * few functions the core exports for this library (core_api.h).  Nothing
- * in the core includes this file.
+ * Below them: PostgreSQL, libmicrohttpd (server.c and exchange.c only),
+ * libcurl (forward.c only, when built with it), OpenSSL, and the few
+ * functions the core exports for this library (core_api.h).  Nothing in
+ * the core includes this file.
  *
  *-------------------------------------------------------------------------
  */
@@ -84,7 +89,7 @@ typedef struct SqsAuth
 
 /*
  * What protocol.c answers.  A ReceiveMessage that found nothing and may
- * still wait sets park: server.c keeps the connection open without a
+ * still wait sets park: exchange.c keeps the connection open without a
  * response and calls sqs_handle again with the same request when the
  * queue's wait slot generation moves away from park_generation (a commit
  * woke the queue) or at park_until, whichever comes first.
@@ -102,9 +107,9 @@ typedef struct SqsResponse
 	TimestampTz park_until;
 	bool		lock_retry;		/* it met a lock (queue.sqs_lock_timeout):
 								 * the answer is ServiceUnavailable, which
-								 * server.c may instead try again later */
+								 * exchange.c may instead try again later */
 	char	   *forward_url;	/* on a Citus cluster, the endpoint of the
-								 * queue's node: server.c forwards the request
+								 * queue's node: exchange.c forwards the request
 								 * there as received and relays the answer */
 	bool		forward_receive;	/* ... a ReceiveMessage, which may wait there */
 	Oid			role;			/* the verified request's role (shares.c);
@@ -115,7 +120,7 @@ typedef struct SqsResponse
 #define SQS_FORWARDED_HEADER	"x-queue-forwarded"
 
 /*
- * The errors of SQS on the wire (REFERENCE.md 1.7).  protocol.c holds the
+ * The errors of SQS on the wire (REFERENCE.md 1.7).  wire.c holds the
  * table: JSON __type, Query code, HTTP status, Sender or Receiver.
  */
 typedef enum SqsError
@@ -152,13 +157,16 @@ typedef enum SqsError
 } SqsError;
 
 /*
- * Errors of the protocol itself, beyond sqs.h's SqsError (protocol.c's:
- * they index the same table, wire.c).
+ * Errors of the protocol itself, beyond sqs.h's SqsError (protocol.c's,
+ * and HTTP's that server.c refuses before sqs_handle: they index the same
+ * table, wire.c).
  */
 #define SQS_PERR_SERIALIZATION		(SQS_ERR_NUM + 0)	/* malformed JSON */
 #define SQS_PERR_MISSING_ACTION		(SQS_ERR_NUM + 1)	/* no action at all */
 #define SQS_PERR_UNAVAILABLE		(SQS_ERR_NUM + 2)	/* retry later */
-#define SQS_PERR_NUM				(SQS_ERR_NUM + 3)
+#define SQS_PERR_TOO_LARGE			(SQS_ERR_NUM + 3)	/* body over SQS_MAX_BODY */
+#define SQS_PERR_MALFORMED_QUERY	(SQS_ERR_NUM + 4)	/* parameters unusable */
+#define SQS_PERR_NUM				(SQS_ERR_NUM + 5)
 
 typedef struct SqsErrorInfo
 {
@@ -216,7 +224,11 @@ extern bool sqs_forward_next_done(void **owner, int *status, const char **conten
 extern void sqs_handle(const SqsRequest *req, SqsResponse *resp);
 /* The settings that bound a request's transaction, read again on reload */
 extern void sqs_read_request_bounds(void);
-/* An SQS error answered before sqs_handle (JSON when json, else Query XML) */
+/*
+ * An SQS error the worker answers itself, before or around sqs_handle
+ * (exchange.c), rendered from wire.c's table as every error is (JSON when
+ * json, else Query XML).
+ */
 extern void sqs_refuse(SqsResponse *resp, bool json, int err,
 					   const char *message, const char *request_id);
 

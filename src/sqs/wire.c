@@ -37,7 +37,11 @@
  * malformed JSON body is SerializationException; a request naming no
  * action is MissingAction; a read-only or overloaded database (25006, a
  * serialization failure, a deadlock, a cancelled statement) is
- * ServiceUnavailable 503, which the SDKs retry.
+ * ServiceUnavailable 503, which the SDKs retry.  The worker's own refusals
+ * before a request reaches sqs_handle (exchange.c, server.c) come from
+ * this table too: a body over SQS_MAX_BODY is RequestEntityTooLarge 413,
+ * parameters that cannot be decoded (too many, a malformed form body, a
+ * NUL) are MalformedQueryString 400.
  */
 #define SQS_NS "com.amazonaws.sqs#"
 #define CORAL_NS "com.amazon.coral.service#"
@@ -75,6 +79,8 @@ static const SqsErrorInfo error_table[SQS_PERR_NUM] = {
 	[SQS_PERR_SERIALIZATION] = {CORAL_NS "SerializationException", "SerializationException", 400, true, ERRCODE_INVALID_TEXT_REPRESENTATION},
 	[SQS_PERR_MISSING_ACTION] = {CORAL_NS "MissingAction", "MissingAction", 400, true, ERRCODE_INVALID_PARAMETER_VALUE},
 	[SQS_PERR_UNAVAILABLE] = {CORAL_NS "ServiceUnavailable", "ServiceUnavailable", 503, false, ERRCODE_INTERNAL_ERROR},
+	[SQS_PERR_TOO_LARGE] = {SQS_NS "RequestEntityTooLarge", "RequestEntityTooLarge", 413, true, ERRCODE_PROGRAM_LIMIT_EXCEEDED},
+	[SQS_PERR_MALFORMED_QUERY] = {SQS_NS "MalformedQueryString", "MalformedQueryString", 400, true, ERRCODE_INVALID_PARAMETER_VALUE},
 };
 
 /*

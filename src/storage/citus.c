@@ -817,7 +817,7 @@ queue_citus_endpoint_of(const char *queue_name)
 
 		/*
 		 * The request's own bounds (its statement timeout, a cancel, its
-		 * lock timeout, which server.c answers by trying again later) stay
+		 * lock timeout, which exchange.c answers by trying again later) stay
 		 * the request's: only a failure of the lookup itself is absorbed.
 		 */
 		if (edata->sqlerrcode == ERRCODE_QUERY_CANCELED ||
