@@ -35,6 +35,7 @@
 #include "miscadmin.h"
 #include "port/pg_bswap.h"
 #include "utils/builtins.h"
+#include "utils/tuplestore.h"
 
 #include "common/queue_common.h"
 #include "storage/queue_storage.h"

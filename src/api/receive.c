@@ -28,6 +28,7 @@
 #include "utils/datum.h"
 #include "utils/resowner.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
 #include "common/queue_common.h"
 #include "storage/queue_storage.h"

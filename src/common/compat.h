@@ -42,8 +42,14 @@ typedef char QueueB64Byte;
 #define QueueMyLocalXid()	(MyProc->lxid)
 #endif
 
-/* index_beginscan takes an IndexScanInstrumentation (none here) from 18. */
-#if PG_VERSION_NUM >= 180000
+/*
+ * index_beginscan takes an IndexScanInstrumentation (none here) from 18,
+ * and scan options (ScanOptions: none) from 19.
+ */
+#if PG_VERSION_NUM >= 190000
+#define queue_index_beginscan(heap, index, snap, nkeys, norderbys) \
+	index_beginscan((heap), (index), (snap), NULL, (nkeys), (norderbys), SO_NONE)
+#elif PG_VERSION_NUM >= 180000
 #define queue_index_beginscan(heap, index, snap, nkeys, norderbys) \
 	index_beginscan((heap), (index), (snap), NULL, (nkeys), (norderbys))
 #else
@@ -63,8 +69,19 @@ typedef char QueueB64Byte;
 #define QUEUE_STAT_DEAD(st)	((st)->n_dead_tuples)
 #endif
 
-/* pgstat_report_vacuum takes the vacuum's start time from 18. */
-#if PG_VERSION_NUM >= 180000
+/*
+ * pgstat_report_vacuum takes the vacuum's start time from 18, and the
+ * relation (not its OID and whether it is shared) from 19: the caller
+ * holds its lock.
+ */
+#if PG_VERSION_NUM >= 190000
+#define queue_pgstat_report_vacuum(relid, shared, live, start) \
+	do { \
+		Relation	queue_vacuumed_ = relation_open((relid), NoLock); \
+		pgstat_report_vacuum(queue_vacuumed_, (live), 0, (start)); \
+		relation_close(queue_vacuumed_, NoLock); \
+	} while (0)
+#elif PG_VERSION_NUM >= 180000
 #define queue_pgstat_report_vacuum(relid, shared, live, start) \
 	pgstat_report_vacuum((relid), (shared), (live), 0, (start))
 #else
@@ -110,9 +127,13 @@ typedef char QueueB64Byte;
 
 /*
  * Index entries for a tuple just inserted (insert.c): ExecInsertIndexTuples
- * takes onlySummarizing from 16.
+ * takes onlySummarizing from 16; from 19 its booleans are flags
+ * (EIIT_*) and the estate comes second.
  */
-#if PG_VERSION_NUM >= 160000
+#if PG_VERSION_NUM >= 190000
+#define queue_insert_index_tuples(rri, slot, estate) \
+	ExecInsertIndexTuples((rri), (estate), 0, (slot), NIL, NULL)
+#elif PG_VERSION_NUM >= 160000
 #define queue_insert_index_tuples(rri, slot, estate) \
 	ExecInsertIndexTuples((rri), (slot), (estate), false, false, NULL, NIL, false)
 #else
@@ -125,7 +146,10 @@ typedef char QueueB64Byte;
  * the check before it: ExecCheckIndexConstraints takes the tuple's own id
  * (none here) from 18.
  */
-#if PG_VERSION_NUM >= 160000
+#if PG_VERSION_NUM >= 190000
+#define queue_insert_index_tuples_speculative(rri, slot, estate, conflict, arbiters) \
+	ExecInsertIndexTuples((rri), (estate), EIIT_NO_DUPE_ERROR, (slot), (arbiters), (conflict))
+#elif PG_VERSION_NUM >= 160000
 #define queue_insert_index_tuples_speculative(rri, slot, estate, conflict, arbiters) \
 	ExecInsertIndexTuples((rri), (slot), (estate), false, true, (conflict), (arbiters), false)
 #else
@@ -193,5 +217,64 @@ queue_unpin_search_path(int pin)
 	PopOverrideSearchPath();
 #endif
 }
+
+/* ShmemInitHash takes one size (the most entries) from 19, not two. */
+#if PG_VERSION_NUM >= 190000
+#define queue_shmem_init_hash(name, init_size, max_size, info, flags) \
+	ShmemInitHash((name), (max_size), (info), (flags))
+#else
+#define queue_shmem_init_hash(name, init_size, max_size, info, flags) \
+	ShmemInitHash((name), (init_size), (max_size), (info), (flags))
+#endif
+
+/*
+ * The planner's hooks (plans.c).  The planner hook takes the EXPLAIN's
+ * state from 19; get_relation_info_hook is gone in 19, where
+ * build_simple_rel_hook gives the relation's range table entry instead.
+ */
+#if PG_VERSION_NUM >= 190000
+#define QUEUE_PLANNER_PARAMS \
+	Query *parse, const char *query_string, int cursor_options, \
+	ParamListInfo bound_params, ExplainState *es
+#define QUEUE_PLANNER_ARGS parse, query_string, cursor_options, bound_params, es
+#define QUEUE_REL_HOOK_PARAMS PlannerInfo *root, RelOptInfo *rel, RangeTblEntry *rte
+#define QUEUE_REL_HOOK_ARGS root, rel, rte
+#define QUEUE_REL_HOOK_RELID (rte->rtekind == RTE_RELATION ? rte->relid : InvalidOid)
+#define queue_rel_hook_type build_simple_rel_hook_type
+#define queue_rel_hook build_simple_rel_hook
+#else
+#define QUEUE_PLANNER_PARAMS \
+	Query *parse, const char *query_string, int cursor_options, \
+	ParamListInfo bound_params
+#define QUEUE_PLANNER_ARGS parse, query_string, cursor_options, bound_params
+#define QUEUE_REL_HOOK_PARAMS PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo *rel
+#define QUEUE_REL_HOOK_ARGS root, relid, inhparent, rel
+#define QUEUE_REL_HOOK_RELID relid
+#define queue_rel_hook_type get_relation_info_hook_type
+#define queue_rel_hook get_relation_info_hook
+#endif
+
+/*
+ * A table's rewrite (compact.c): make_new_heap and finish_heap_swap moved
+ * from commands/cluster.h to commands/repack.h in 19, where
+ * finish_heap_swap takes whether to rebuild the indexes (yes) and
+ * table_relation_copy_for_cluster a snapshot (none: every change the
+ * horizon keeps).
+ */
+#if PG_VERSION_NUM >= 190000
+#define QUEUE_HEAP_REWRITE_H "commands/repack.h"
+#define queue_finish_heap_swap(old, new, frozen, minmulti, persistence) \
+	finish_heap_swap((old), (new), false, false, false, true, true, (frozen), (minmulti), (persistence))
+#define queue_copy_for_cluster(old, new, oldest, frozen, minmulti, kept, removed, recent) \
+	table_relation_copy_for_cluster((old), (new), NULL, false, (oldest), NULL, (frozen), (minmulti), \
+									(kept), (removed), (recent))
+#else
+#define QUEUE_HEAP_REWRITE_H "commands/cluster.h"
+#define queue_finish_heap_swap(old, new, frozen, minmulti, persistence) \
+	finish_heap_swap((old), (new), false, false, false, true, (frozen), (minmulti), (persistence))
+#define queue_copy_for_cluster(old, new, oldest, frozen, minmulti, kept, removed, recent) \
+	table_relation_copy_for_cluster((old), (new), NULL, false, (oldest), (frozen), (minmulti), \
+									(kept), (removed), (recent))
+#endif
 
 #endif							/* QUEUE_COMPAT_H */

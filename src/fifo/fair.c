@@ -56,6 +56,7 @@
 #include "utils/builtins.h"
 #include "utils/datum.h"
 #include "utils/timestamp.h"
+#include "utils/tuplestore.h"
 
 #include "common/queue_common.h"
 #include "storage/queue_storage.h"

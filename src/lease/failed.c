@@ -303,12 +303,12 @@ failed_shmem_startup(void)
 	}
 	ctl.keysize = sizeof(FailedKey);
 	ctl.entrysize = sizeof(FailedEntry);
-	failed_entries = ShmemInitHash("queue failed receive entries",
+	failed_entries = queue_shmem_init_hash("queue failed receive entries",
 								   queue_max_failed_receives, queue_max_failed_receives,
 								   &ctl, HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 	ctl.keysize = sizeof(FailedQueueKey);
 	ctl.entrysize = sizeof(FailedQueue);
-	failed_queues = ShmemInitHash("queue failed receive queues",
+	failed_queues = queue_shmem_init_hash("queue failed receive queues",
 								  queue_max_failed_receives, queue_max_failed_receives,
 								  &ctl, HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 	LWLockRelease(AddinShmemInitLock);

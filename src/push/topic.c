@@ -49,6 +49,7 @@
 #include "utils/builtins.h"
 #include "utils/jsonb.h"
 #include "utils/lsyscache.h"
+#include "utils/tuplestore.h"
 
 #include "common/queue_common.h"
 #include "storage/queue_storage.h"

@@ -19,6 +19,7 @@
 #include "lib/stringinfo.h"
 #include "nodes/nodeFuncs.h"
 #include "optimizer/cost.h"
+#include "optimizer/pathnode.h"
 #include "optimizer/plancat.h"
 #include "optimizer/planner.h"
 #include "parser/parsetree.h"
@@ -925,18 +926,20 @@ queue_exec_snapshot(QueueMeta *q, QueuePlanKind kind, const Datum *args,
 #define PLAN_AS_ROWS	1000000.0
 
 static planner_hook_type prev_planner_hook = NULL;
-static get_relation_info_hook_type prev_relation_info_hook = NULL;
+static queue_rel_hook_type prev_relation_info_hook = NULL;
 
 /* queue_data's OID while one of our statements is planned, else InvalidOid */
 static Oid	planning_nsp = InvalidOid;
 
 static void
-relation_info(PlannerInfo *root, Oid relid, bool inhparent, RelOptInfo *rel)
+relation_info(QUEUE_REL_HOOK_PARAMS)
 {
+	Oid			table = QUEUE_REL_HOOK_RELID;
+
 	if (prev_relation_info_hook)
-		prev_relation_info_hook(root, relid, inhparent, rel);
-	if (OidIsValid(planning_nsp) && rel->tuples < PLAN_AS_ROWS &&
-		get_rel_namespace(relid) == planning_nsp)
+		prev_relation_info_hook(QUEUE_REL_HOOK_ARGS);
+	if (OidIsValid(planning_nsp) && OidIsValid(table) && rel->tuples < PLAN_AS_ROWS &&
+		get_rel_namespace(table) == planning_nsp)
 	{
 		ListCell   *lc;
 
@@ -971,8 +974,7 @@ rte_in_queue_data(Node *node, Oid *nsp)
 }
 
 static PlannedStmt *
-queue_planner(Query *parse, const char *query_string, int cursor_options,
-			  ParamListInfo bound_params)
+queue_planner(QUEUE_PLANNER_PARAMS)
 {
 	bool		ours = false;
 	Oid			nsp = InvalidOid;
@@ -1002,11 +1004,9 @@ queue_planner(Query *parse, const char *query_string, int cursor_options,
 		/* a planning nested in this one (a function run to fold it) keeps its own */
 		planning_nsp = ours ? nsp : InvalidOid;
 		if (prev_planner_hook)
-			result = prev_planner_hook(parse, query_string, cursor_options,
-									   bound_params);
+			result = prev_planner_hook(QUEUE_PLANNER_ARGS);
 		else
-			result = standard_planner(parse, query_string, cursor_options,
-									  bound_params);
+			result = standard_planner(QUEUE_PLANNER_ARGS);
 	}
 	PG_FINALLY();
 	{
@@ -1034,8 +1034,8 @@ queue_planner_hook_init(void)
 {
 	prev_planner_hook = planner_hook;
 	planner_hook = queue_planner;
-	prev_relation_info_hook = get_relation_info_hook;
-	get_relation_info_hook = relation_info;
+	prev_relation_info_hook = queue_rel_hook;
+	queue_rel_hook = relation_info;
 }
 
 /* Forget a queue's plans, when its cache entry is rebuilt. */

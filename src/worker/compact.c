@@ -63,7 +63,6 @@
 #include "access/xact.h"
 #include "catalog/pg_am.h"
 #include "catalog/pg_index.h"
-#include "commands/cluster.h"
 #include "commands/tablecmds.h"
 #include "miscadmin.h"
 #include "nodes/nodeFuncs.h"
@@ -82,6 +81,9 @@
 #include "common/queue_common.h"
 #include "storage/queue_storage.h"
 #include "worker/queue_worker.h"
+
+/* make_new_heap, finish_heap_swap: their header by version (compat.h) */
+#include QUEUE_HEAP_REWRITE_H
 
 #define QUEUE_COMPACT_MIN_DEAD		10000
 #define QUEUE_COMPACT_MAX_LIVE		75000	/* some 250 ms of copying at 2-3 ms a thousand */
@@ -302,11 +304,10 @@ compact_locked(Oid relid)
 	 * old one's), which goes with the old table.
 	 */
 	oldest = XidFromFullTransactionId(ReadNextFullTransactionId());
-	table_relation_copy_for_cluster(rel, newrel, NULL, false, oldest, &frozen, &minmulti,
-									&kept, &removed, &recent);
+	queue_copy_for_cluster(rel, newrel, oldest, &frozen, &minmulti, &kept, &removed, &recent);
 	table_close(newrel, NoLock);
 	table_close(rel, NoLock);
-	finish_heap_swap(relid, newrelid, false, false, false, true, frozen, minmulti, persistence);
+	queue_finish_heap_swap(relid, newrelid, frozen, minmulti, persistence);
 	PopActiveSnapshot();
 	queue_pgstat_report_vacuum(relid, false, (PgStat_Counter) kept, start);
 	elog(DEBUG1, "queue worker compacted table %u: %.0f rows kept, %.0f removed, %.1f ms",

@@ -72,6 +72,7 @@
 #include "miscadmin.h"
 #include "replication/slot.h"
 #include "replication/walsender_private.h"
+#include "storage/fd.h"
 #include "storage/proc.h"
 #include "storage/procarray.h"
 #include "storage/spin.h"
