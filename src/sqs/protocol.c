@@ -1371,7 +1371,14 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 		int			err;
 		const char *message;
 
-		if (parsing_body)
+		if (parsing_body && edata->sqlerrcode == ERRCODE_UNTRANSLATABLE_CHARACTER &&
+			action != NULL && strncmp(action, "SendMessage", 11) == 0)
+		{
+			/* a \u0000 in a message: SQS's answer to a character it refuses */
+			err = SQS_ERR_INVALID_MESSAGE_CONTENTS;
+			message = SQS_NUL_IN_MESSAGE;
+		}
+		else if (parsing_body)
 		{
 			err = SQS_PERR_SERIALIZATION;
 			message = edata->detail

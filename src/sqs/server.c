@@ -514,6 +514,37 @@ form_has_nul(const char *s, size_t len)
 }
 
 /*
+ * Whether the NUL of form-encoded text is in a message's body: the value
+ * of a parameter named MessageBody, or ending ".MessageBody" (a batch
+ * entry's).
+ */
+static bool
+form_nul_in_body(const char *s, size_t len)
+{
+	size_t		start = 0;
+
+	while (start < len)
+	{
+		size_t		end = start;
+		size_t		eq;
+
+		while (end < len && s[end] != '&')
+			end++;
+		for (eq = start; eq < end && s[eq] != '='; eq++)
+			;
+		if (eq < end && form_has_nul(s + eq + 1, end - eq - 1))
+		{
+			size_t		nlen = eq - start;
+
+			return (nlen == 11 && strncmp(s + start, "MessageBody", 11) == 0) ||
+				(nlen > 12 && strncmp(s + eq - 12, ".MessageBody", 12) == 0);
+		}
+		start = end + 1;
+	}
+	return false;
+}
+
+/*
  * The whole request has arrived: fill the SqsRequest, which stays as it
  * is for every later call of sqs_handle with it.
  */
@@ -552,8 +583,13 @@ exchange_complete(SqsExchange *ex)
 	if ((q != NULL && form_has_nul(q, strlen(q))) ||
 		(form_body && form_has_nul(ex->body.data, ex->body.len)))
 	{
-		sqs_exchange_refuse(ex, SQS_PERR_MALFORMED_QUERY,
-							"a parameter holds a NUL character");
+		/* in a message's body, SQS's answer to a character it refuses */
+		if ((q != NULL && form_nul_in_body(q + 1, strlen(q + 1))) ||
+			(form_body && form_nul_in_body(ex->body.data, ex->body.len)))
+			sqs_exchange_refuse(ex, SQS_ERR_INVALID_MESSAGE_CONTENTS, SQS_NUL_IN_MESSAGE);
+		else
+			sqs_exchange_refuse(ex, SQS_PERR_MALFORMED_QUERY,
+								"a parameter holds a NUL character");
 		return false;
 	}
 	if (q != NULL)

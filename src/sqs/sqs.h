@@ -168,6 +168,11 @@ typedef enum SqsError
 #define SQS_PERR_MALFORMED_QUERY	(SQS_ERR_NUM + 4)	/* parameters unusable */
 #define SQS_PERR_NUM				(SQS_ERR_NUM + 5)
 
+/* SQS's words for a NUL in a message's body (server.c, protocol.c) */
+#define SQS_NUL_IN_MESSAGE \
+	"Invalid binary character '#x0' was found in the message body, the set of allowed characters is " \
+	"#x9 | #xA | #xD | #x20 to #xD7FF | #xE000 to #xFFFD | #x10000 to #x10FFFF"
+
 typedef struct SqsErrorInfo
 {
 	const char *json_type;		/* AWS JSON 1.0 __type */

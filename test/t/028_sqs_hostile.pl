@@ -576,7 +576,7 @@ for my $p (@protos)
 		else
 		{
 			is($a->{status}, 400, "$p SendMessage with a message attribute named $short{$x}: 400");
-			like($a->{code} // '', qr/InvalidParameterValue|SerializationException|MalformedQueryString/,
+			like($a->{code} // '', qr/InvalidParameterValue|SerializationException|MalformedQueryString|InvalidMessageContents/,
 				"$p SendMessage with a message attribute named $short{$x}: refused");
 		}
 		$a = call($app, { proto => $p, action => 'ReceiveMessage', input => { QueueUrl => $q, VisibilityTimeout => 0,
@@ -629,6 +629,8 @@ for my $p (@protos)
 		if ($nul)
 		{
 			is($a->{status}, 400, "$p SendMessage of a body with NUL: refused");
+			# (LocalStack's test_send_message_with_invalid_payload_characters)
+			is($a->{code}, 'InvalidMessageContents', "$p SendMessage of a body with NUL: InvalidMessageContents, as SQS");
 		}
 		else
 		{
