@@ -101,6 +101,14 @@ typedef enum SqsProtocol
 /* True while the JSON body is being parsed: its errors are malformed JSON */
 static bool parsing_body = false;
 
+/*
+ * A Query request that asked for JSON (Accept: application/json): SQS
+ * answers its Query API in JSON then, {"<Action>Response": {"<Action>Result":
+ * ..., "ResponseMetadata": ...}}, and its errors as {"Error": ...}.  Set for
+ * the request sqs_handle serves, false otherwise.
+ */
+static bool query_json = false;
+
 static bool
 name_in(const char *name, const char *const *list, int n)
 {
@@ -118,6 +126,18 @@ request_param(const SqsRequest *req, const char *name)
 		if (strcmp(req->params[i].name, name) == 0)
 			return req->params[i].value;
 	return NULL;
+}
+
+/* Whether the client asked for JSON (Accept: application/json) */
+static bool
+accepts_json(const SqsRequest *req)
+{
+	const char *accept = sqs_header(req, "accept");
+
+	for (const char *p = accept; p != NULL && *p; p++)
+		if (pg_strncasecmp(p, "application/json", 16) == 0)
+			return true;
+	return false;
 }
 
 /* Whether the request has a parameter besides a presigned URL's X-Amz-* */
@@ -290,6 +310,22 @@ error_answer(SqsResponse *resp, SqsProtocol proto, int err,
 		snprintf(qerr, sizeof(qerr), "%s;%s", info->query_code,
 				 info->sender ? "Sender" : "Receiver");
 		add_header(resp, "x-amzn-query-error", qerr);
+	}
+	else if (query_json)
+	{
+		/* SQS's Query words for a missing queue name the API version */
+		if (err == SQS_ERR_QUEUE_DOES_NOT_EXIST &&
+			strcmp(message, "The specified queue does not exist.") == 0)
+			message = "The specified queue does not exist for this wsdl version.";
+		resp->content_type = "application/json";
+		appendStringInfo(&resp->body, "{\"Error\":{\"Type\":\"%s\",\"Code\":",
+						 info->sender ? "Sender" : "Receiver");
+		escape_json(&resp->body, info->query_code);
+		appendStringInfoString(&resp->body, ",\"Message\":");
+		escape_json(&resp->body, message);
+		appendStringInfoString(&resp->body, "},\"RequestId\":");
+		escape_json(&resp->body, request_id);
+		appendStringInfoChar(&resp->body, '}');
 	}
 	else
 	{
@@ -1103,6 +1139,7 @@ sqs_refuse(SqsResponse *resp, bool json, int err, const char *message,
 		   const char *request_id)
 {
 	resp->nheaders = 0;
+	query_json = false;			/* (refusals before sqs_handle: XML) */
 	add_header(resp, "x-amzn-RequestId", request_id);
 	error_answer(resp, json ? PROTO_JSON : PROTO_QUERY, err, message, request_id);
 }
@@ -1190,6 +1227,7 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 								   "<?xml version=\"1.0\"?><UnknownOperationException/>");
 			return;
 		}
+		query_json = proto == PROTO_QUERY && accepts_json(req);
 		if (action == NULL)
 		{
 			error_answer(resp, proto, SQS_PERR_MISSING_ACTION,
@@ -1335,6 +1373,16 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 			;
 		else if (proto == PROTO_JSON)
 			appendStringInfoString(answer, out->len > 0 ? out->data : "{}");
+		else if (query_json)
+		{
+			appendStringInfo(answer, "{\"%sResponse\":{", action);
+			if (!name_in(action, no_result_actions, lengthof(no_result_actions)))
+				appendStringInfo(answer, "\"%sResult\":%s,", action,
+								 out->len > 0 ? out->data : "{}");
+			appendStringInfoString(answer, "\"ResponseMetadata\":{\"RequestId\":");
+			escape_json(answer, request_id);
+			appendStringInfoString(answer, "}}}");
+		}
 		else
 			xml_render(answer, action, out->data, request_id);
 
@@ -1361,7 +1409,8 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 	else if (ok)
 	{
 		resp->status = 200;
-		resp->content_type = (proto == PROTO_JSON) ? JSON_CONTENT_TYPE : XML_CONTENT_TYPE;
+		resp->content_type = (proto == PROTO_JSON) ? JSON_CONTENT_TYPE :
+			query_json ? "application/json" : XML_CONTENT_TYPE;
 		resetStringInfo(&resp->body);
 		if (!resp->park)
 			appendBinaryStringInfo(&resp->body, answer->data, answer->len);
@@ -1401,6 +1450,7 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 	}
 	sqs_fail_forget();
 	parsing_body = false;
+	query_json = false;
 	pfree(out->data);
 	pfree(out);
 	pfree(answer->data);

@@ -552,6 +552,22 @@ for my $proto ('json', 'query')
 	like($raw, qr{<UnknownOperationException/>}, '... an UnknownOperationException document, in XML whatever Accept says');
 }
 
+# --- Query answered in JSON when the client asks for it (Accept:
+# application/json), as SQS's Query API does (LocalStack's
+# test_get_list_queues_with_query_auth): the answer and its errors.
+{
+	my @j = wire(
+		{ proto => 'query', action => 'ListQueues', headers => { Accept => 'application/json' } },
+		{ proto => 'query', action => 'GetQueueUrl', input => { QueueName => 'nosuch' }, headers => { Accept => 'application/json' } },
+		{ proto => 'query', action => 'ListQueues' });
+	like($j[0]{ctype}, qr{^application/json}, 'Query with Accept: application/json: a JSON answer');
+	ok(ref $j[0]{json}{ListQueuesResponse}{ListQueuesResult}{QueueUrls} eq 'ARRAY',
+		'... {"ListQueuesResponse": {"ListQueuesResult": {"QueueUrls": [...]}}}') or diag($j[0]{body});
+	like($j[0]{json}{ListQueuesResponse}{ResponseMetadata}{RequestId} // '', qr/^[0-9a-f-]{36}$/, '... with its request id');
+	is($j[1]{code}, 'AWS.SimpleQueueService.NonExistentQueue', '... an error as {"Error": {"Code": ...}}');
+	like($j[2]{body}, qr{^<\?xml}, 'without Accept it is XML');
+}
+
 # Nothing of the endpoint stays in a transaction after all that.
 is( $node->safe_psql('postgres',
 		"SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%' OR (backend_xid IS NOT NULL AND backend_type <> 'client backend')"

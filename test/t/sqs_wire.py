@@ -95,6 +95,12 @@ def send(req):
             out["code"] = (out["qerr"] or "").split(";")[0]
         else:
             out["parsed"] = doc
+    elif (out["ctype"] or "").startswith("application/json"):
+        # a Query request that asked for JSON (Accept: application/json)
+        out["json"] = json.loads(data) if data else {}
+        if r.status >= 400:
+            err = out["json"].get("Error", {})
+            out["code"], out["type"], out["message"] = err.get("Code"), err.get("Type"), err.get("Message")
     else:
         shape = None
         if action in model.operation_names:
