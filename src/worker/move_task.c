@@ -446,7 +446,7 @@ slice(MoveTaskState *t, MemoryContext cxt)
 		else if (now - started > MOVE_TASK_MAX_AGE)
 			reason = "The task ran past 36 hours.";
 		else if (has_dest && dest == NULL)
-			reason = "The destination queue no longer exists.";
+			reason = "AWS.SimpleQueueService.NonExistentQueue";	/* SQS's FailureReason */
 		else if (!OidIsValid(role) || !SearchSysCacheExists1(AUTHOID, ObjectIdGetDatum(role)))
 			reason = "The role that started the task no longer exists.";
 		else if (!queue_role_may_log_in(role, now))

@@ -568,6 +568,32 @@ for my $proto ('json', 'query')
 	like($j[2]{body}, qr{^<\?xml}, 'without Accept it is XML');
 }
 
+# --- A move task whose destination is deleted fails with SQS's
+# FailureReason (LocalStack's test_move_task_delete_destination_queue_while_running)
+{
+	my $arnp = 'arn:aws:sqs:us-east-1:123456789012';
+	my @mv = wire(
+		{ proto => 'json', action => 'CreateQueue', input => { QueueName => 'mvd-dlq' } },
+		{ proto => 'json', action => 'CreateQueue', input => { QueueName => 'mvd-src',
+			  Attributes => { RedrivePolicy => encode_json({ deadLetterTargetArn => "$arnp:mvd-dlq", maxReceiveCount => 1 }) } } },
+		{ proto => 'json', action => 'CreateQueue', input => { QueueName => 'mvd-dest' } },
+		(map { { proto => 'json', action => 'SendMessage', input => { QueueUrl => "$base/mvd-dlq", MessageBody => "m$_" } } } 1 .. 5),
+		{ proto => 'json', action => 'StartMessageMoveTask',
+		  input => { SourceArn => "$arnp:mvd-dlq", DestinationArn => "$arnp:mvd-dest", MaxNumberOfMessagesPerSecond => 1 } },
+		{ proto => 'json', action => 'DeleteQueue', input => { QueueUrl => "$base/mvd-dest" } });
+	is($mv[8]{status}, 200, 'a move task to a queue that is then deleted') or diag($mv[8]{body});
+	my $task = {};
+	for (1 .. 100)
+	{
+		my ($l) = wire({ proto => 'json', action => 'ListMessageMoveTasks', input => { SourceArn => "$arnp:mvd-dlq" } });
+		$task = $l->{parsed}{Results}[0] // {};
+		last if ($task->{Status} // '') ne 'RUNNING';
+		select(undef, undef, undef, 0.1);
+	}
+	is($task->{Status}, 'FAILED', 'the task fails');
+	is($task->{FailureReason}, 'AWS.SimpleQueueService.NonExistentQueue', 'its FailureReason is SQS\'s');
+}
+
 # Nothing of the endpoint stays in a transaction after all that.
 is( $node->safe_psql('postgres',
 		"SELECT count(*) FROM pg_stat_activity WHERE state LIKE 'idle in transaction%' OR (backend_xid IS NOT NULL AND backend_type <> 'client backend')"
