@@ -10,8 +10,8 @@
  * input shape as a JSON object and gets the output shape back as JSON.
  * Query (Action=<Action>, form or query string) carries the same input
  * flattened into parameters (Attribute.1.Name, ...); fold_query() folds
- * them back into the JSON input shape, so actions.c sees one shape for
- * both, and xml_render() turns the output shape into the XML answer whose
+ * them back into the JSON input shape, so the actions (actions.c and its
+ * rooms, actions.h) see one shape for both, and xml_render() turns the output shape into the XML answer whose
  * element names botocore's Query model (service-2.json) expects.
  *
  * The protocol is the content type's, as SQS picks it: a form body is Query
@@ -21,7 +21,7 @@
  * the one action of another service served (AWS tooling asks it for the
  * account id).
  *
- * Errors: actions.c and sigv4.c raise SQS's errors with sqs_fail (an
+ * Errors: the actions and sigv4.c raise SQS's errors with sqs_fail (an
  * ereport(ERROR) remembered here); every other error comes from the SQL
  * API and is mapped by its SQLSTATE (sql_error()).  Anything unexpected is
  * an InternalError whose real message goes to the server log only.

@@ -13,7 +13,7 @@
  * (the next one is allowed) and starts the workers afresh.
  *
  * May call: PostgreSQL only.  Called by: worker.c (attach, database
- * waits) and actions.c (purges).
+ * waits) and queues.c (PurgeQueue).
  *
  *-------------------------------------------------------------------------
  */

@@ -20,7 +20,10 @@
  *				 transaction, authentication, the action, the answer in the
  *				 request's protocol (JSON or XML), SQS's errors; whether
  *				 to forward it asks the core (storage/citus.c, core_api.h)
- *	  actions.c  each SQS action as calls of the SQL API, as the key's role
+ *	  actions.c  each SQS action as calls of the SQL API, as the key's role:
+ *				 actions.c dispatches to its rooms, queues.c, attributes.c,
+ *				 send.c, receive.c, settle.c, move_tasks.c, over
+ *				 statements.c and shape.c (actions.h: what they share)
  *	  sigv4.c	 AWS Signature Version 4, the keys' secrets (via the core)
  *	  digest.c	 SQS's MD5 digests of bodies and message attributes
  *	  wire.c	 SQS's errors (table, sqs_fail) and a request's headers: the
@@ -238,7 +241,7 @@ extern void sqs_refuse(SqsResponse *resp, bool json, int err,
 					   const char *message, const char *request_id);
 
 /*
- * Raise an SQS error from actions.c or sigv4.c (wire.c): an ereport(ERROR)
+ * Raise an SQS error from the actions or sigv4.c (wire.c): an ereport(ERROR)
  * that protocol.c catches and answers with err's code and this message.
  */
 pg_noreturn extern void sqs_fail(SqsError err, const char *fmt,...) pg_attribute_printf(2, 3);
@@ -275,7 +278,7 @@ typedef struct SqsCall
 extern bool sqs_run_action(SqsCall *call, StringInfo out, SqsResponse *resp);
 /* The queue an action addresses (NULL: none), for routing on a Citus cluster */
 extern char *sqs_addressed_queue(SqsCall *call);
-/* Queue URL and ARN of a queue name, and the name of a URL/ARN/bare name */
+/* shape.c: the queue URL and ARN of a queue name */
 extern char *sqs_queue_url(const SqsCall *call, const char *queue_name);
 extern char *sqs_queue_arn(const SqsCall *call, const char *queue_name);
 

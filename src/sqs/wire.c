@@ -4,8 +4,9 @@
  *	  The SQS endpoint's shared vocabulary, at the bottom of src/sqs/: SQS's
  *	  errors on the wire (the table of codes, statuses and faults), the
  *	  raising of one (sqs_fail) and its recognition when caught, and a
- *	  request's headers.  actions.c and sigv4.c raise, protocol.c catches
- *	  and answers; none of them needs another to do so.
+ *	  request's headers.  The actions (actions.c and its rooms) and sigv4.c
+ *	  raise, protocol.c catches and answers; none of them needs another to
+ *	  do so.
  *
  * May call: PostgreSQL only.  Called by: every file of src/sqs/.
  *
@@ -86,7 +87,7 @@ static const SqsErrorInfo error_table[SQS_PERR_NUM] = {
 /*
  * The SQS error raised by the last sqs_fail, and its message: an error
  * caught in sqs_handle is that SQS error only when its SQLSTATE and
- * message are the same (actions.c may have caught an sqs_fail of its own
+ * message are the same (an action may have caught an sqs_fail of its own
  * in between, e.g. for a batch entry).
  */
 static int	fail_err = SQS_ERR_NONE;

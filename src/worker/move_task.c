@@ -4,7 +4,7 @@
  *	  The SQS endpoint's message move tasks (StartMessageMoveTask), run in
  *	  the background by the database's queue worker, in slices.
  *
- * StartMessageMoveTask (src/sqs/actions.c) only checks the request and
+ * StartMessageMoveTask (src/sqs/move_tasks.c) only checks the request and
  * records a RUNNING row in queue._move_tasks: the source (a dead-letter
  * queue) and destination by queue id, the role that asked, the rate
  * (MaxNumberOfMessagesPerSecond, NULL when not given), and upto_id, the

@@ -1,4 +1,4 @@
-# The SQS actions (src/sqs/actions.c) through boto3, Debian's 1.26 (Query
+# The SQS actions (src/sqs/actions.c and its rooms) through boto3, Debian's 1.26 (Query
 # protocol), and the AWS JSON 1.0 protocol for the message move tasks that
 # boto3 1.26 lacks: every action's happy path and SQS's errors, checked by
 # test/t/sqs/actions_client.py (one assertion per line it prints), and one
