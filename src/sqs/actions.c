@@ -11,7 +11,7 @@
  *	  others live in the rooms actions.h lists, top to bottom.
  *
  * The input is the action's input shape as AWS JSON 1.0 sends it (a Query
- * request is folded into the same shape by protocol.c, every scalar a
+ * request is folded into the same shape by query.c, every scalar a
  * string); the output is the output shape as a JSON object appended to
  * out.  Shapes and member names follow botocore's model of SQS
  * (2012-11-05), and for the message move tasks, which that model predates,

@@ -2,7 +2,7 @@
  *
  * shape.c
  *	  The SQS actions' shapes: reading the input shape (AWS JSON 1.0's, a
- *	  Query request folded into it by protocol.c, every scalar then a
+ *	  Query request folded into it by query.c, every scalar then a
  *	  string), queue names, URLs and ARNs, the output shape's members and
  *	  the datums the statements take, and what every batch shares: its
  *	  entries, its Failed entries, its answer.

@@ -20,6 +20,9 @@
  *				 transaction, authentication, the action, the answer in the
  *				 request's protocol (JSON or XML), SQS's errors; whether
  *				 to forward it asks the core (storage/citus.c, core_api.h)
+ *	  query.c	 the Query protocol's own parts: parameters folded into the
+ *				 JSON input shape, the output shape as XML, the queue a
+ *				 path names (query.h: what it offers protocol.c alone)
  *	  actions.c  each SQS action as calls of the SQL API, as the key's role:
  *				 actions.c dispatches to its rooms, queues.c, attributes.c,
  *				 send.c, receive.c, settle.c, move_tasks.c, over
@@ -249,7 +252,7 @@ pg_noreturn extern void sqs_fail(SqsError err, const char *fmt,...) pg_attribute
 /*
  * What an action sees.  input is the action's input shape as AWS JSON 1.0
  * sends it; a Query request's flattened parameters are folded into the
- * same shape first (protocol.c), with every scalar a JSON string, so
+ * same shape first (query.c), with every scalar a JSON string, so
  * actions read numbers and booleans from either a JSON number/boolean or a
  * string.
  */
@@ -271,7 +274,7 @@ typedef struct SqsCall
 /*
  * actions.c: run one action, inside a transaction protocol.c started, SPI
  * connected, already as the key's role.  On success append the output
- * shape as a JSON object to out (the JSON protocol's body; protocol.c
+ * shape as a JSON object to out (the JSON protocol's body; query.c
  * turns it into XML for Query).  Client errors: sqs_fail.  May set
  * resp->park (ReceiveMessage).  False: no such action.
  */

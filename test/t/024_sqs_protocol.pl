@@ -1,5 +1,5 @@
 # The SQS endpoint's two protocols on the wire (REFERENCE.md 1.7,
-# src/sqs/protocol.c): for every action, in AWS JSON 1.0 and in Query, an
+# src/sqs/protocol.c, query.c): for every action, in AWS JSON 1.0 and in Query, an
 # error path answered with SQS's status, code and (JSON) __type and
 # x-amzn-query-error header; unsupported actions (AddPermission,
 # RemovePermission), an unknown action, a bad X-Amz-Target, malformed,
