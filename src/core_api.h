@@ -56,26 +56,12 @@ extern PGDLLEXPORT void queue_move_task_started(void);
 extern PGDLLEXPORT char *queue_citus_endpoint_of(const char *queue_name);
 
 /*
- * send.c: on (true) while the endpoint's own sends run, whose messages it
- * checked against max_message_size as SQS counts a message (body,
- * attribute names, types and values): queue.send then does not count the
- * attributes' text form again.  Off again after each.
+ * elevated.c: on (true) while the endpoint serves an action: the SQL API
+ * then keeps SQS's rules where the wire differs from SQL (a message's size
+ * as SQS counts it, which the endpoint checked; the latest receipt of a
+ * standard message whose lease ended leases it again; a FIFO delete needs
+ * a running lease).  Off between actions.
  */
-extern PGDLLEXPORT void queue_sqs_sizes_checked(bool on);
-
-/*
- * settle.c: on (true) while the endpoint's own visibility changes run: the
- * latest receipt of a standard queue's message whose lease has ended
- * leases it again, as SQS lets it (the SQL API answers 55000).
- */
-extern PGDLLEXPORT void queue_sqs_relet_ended(bool on);
-
-/*
- * settle.c: on (true) while the endpoint's own deletes run: a FIFO
- * message's delete needs its lease still running, as SQS's (the latest
- * receipt of an ended lease is 55000, "a lease that has ended"); the SQL
- * API deletes with the latest receipt whenever.
- */
-extern PGDLLEXPORT void queue_sqs_fifo_delete_live(bool on);
+extern PGDLLEXPORT void queue_sqs_wire_rules(bool on);
 
 #endif							/* QUEUE_CORE_API_H */

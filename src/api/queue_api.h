@@ -39,14 +39,6 @@ extern void queue_batch_array(FunctionCallInfo fcinfo, int argno,
 							  const char *argname, int n, Oid elemtype,
 							  Datum **vals, bool **nulls);
 
-/* send.c: the SQS endpoint checked sizes as SQS counts them (core_api.h) */
-extern PGDLLEXPORT void queue_sqs_sizes_checked(bool on);
-
-/* settle.c: the SQS endpoint's visibility changes re-lease ended leases,
- * its FIFO deletes need a running lease */
-extern PGDLLEXPORT void queue_sqs_relet_ended(bool on);
-extern PGDLLEXPORT void queue_sqs_fifo_delete_live(bool on);
-
 /* errors.c: installed by _PG_init */
 extern void queue_api_errors_init(void);
 

@@ -66,20 +66,6 @@ queue_body_text(Datum d, bool is_jsonb, QueueMeta *q, const char *argname)
  * the text is what a user sees and can predict, the binary layout is not.
  * The body was checked alone by body_text.
  */
-/*
- * Set by the SQS endpoint around its sends (core_api.h): it has checked
- * each message's size as SQS counts it (body, attribute names, types and
- * values), which is the rule on the wire, so the text-form count below
- * must not refuse what SQS takes.  The body alone is still checked.
- */
-static bool sizes_checked_by_sqs = false;
-
-void
-queue_sqs_sizes_checked(bool on)
-{
-	sizes_checked_by_sqs = on;
-}
-
 void
 queue_check_message_size(QueueMeta *q, Datum body, Datum attrs, bool attrs_null,
 				   const char *argname)
@@ -88,7 +74,11 @@ queue_check_message_size(QueueMeta *q, Datum body, Datum attrs, bool attrs_null,
 	int64		body_len;
 	int64		attrs_len;
 
-	if (attrs_null || sizes_checked_by_sqs)
+	/*
+	 * Over the SQS endpoint a message's size is SQS's count (body, attribute
+	 * names, types and values), which the endpoint checked already.
+	 */
+	if (attrs_null || queue_sqs_wire)
 		return;
 	jb = DatumGetJsonbP(attrs);
 	body_len = VARSIZE_ANY_EXHDR(DatumGetPointer(body));

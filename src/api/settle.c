@@ -14,7 +14,7 @@
  * change is refused as well (55000, SQS's MessageNotInflight); without that
  * a lease could be extended forever after it ended.  (The SQS endpoint
  * alone, answering as SQS, lets the latest receipt of a standard queue's
- * message lease it again: queue_sqs_relet_ended.)
+ * message lease it again: queue_sqs_wire, elevated.c.)
  *
  *-------------------------------------------------------------------------
  */
@@ -320,44 +320,23 @@ queue_delete_batch(PG_FUNCTION_ARGS)
 }
 
 /*
- * Set by the SQS endpoint around its visibility changes (core_api.h): on
- * the wire, as SQS, the latest receipt of a standard queue's message whose
- * lease has ended leases it again (the SQL API refuses that: 55000).  A
- * stale receipt still acts on nothing, and a FIFO queue keeps the rule.
+ * On the SQS endpoint's wire (queue_sqs_wire, elevated.c), as SQS: a FIFO
+ * message's delete needs its lease still running ("The receipt handle has
+ * expired"), and the latest receipt of a standard queue's message whose
+ * lease has ended leases it again.  The SQL API deletes with the latest
+ * receipt whenever and refuses the late change (55000).
  */
-static bool relet_ended = false;
-
-void
-queue_sqs_relet_ended(bool on)
-{
-	relet_ended = on;
-}
-
-/*
- * Set by the SQS endpoint around its deletes (core_api.h): on the wire, as
- * SQS, a FIFO message's delete needs its lease still running (SQS: "The
- * receipt handle has expired"); the SQL API deletes with the latest
- * receipt whenever.
- */
-static bool fifo_delete_live = false;
-
-void
-queue_sqs_fifo_delete_live(bool on)
-{
-	fifo_delete_live = on;
-}
-
 static QueuePlanKind
 fifo_delete_kind(void)
 {
-	return fifo_delete_live ? QP_DELETE_LIVE_BATCH : QP_DELETE_BATCH;
+	return queue_sqs_wire ? QP_DELETE_LIVE_BATCH : QP_DELETE_BATCH;
 }
 
 /* Leases that may be changed: those running at now, or any (above). */
 static TimestampTz
 lease_floor(QueueMeta *q, TimestampTz now)
 {
-	return relet_ended && !q->fifo ? DT_NOBEGIN : now;
+	return queue_sqs_wire && !q->fifo ? DT_NOBEGIN : now;
 }
 
 /* The new lease deadline: now + visibility_timeout (0 to 12 hours). */

@@ -134,6 +134,22 @@ queue_bound_lock_waits(void)
 }
 
 /*
+ * Whether this process is serving an action of the SQS endpoint (set by
+ * queue_sqs around each one, core_api.h).  The SQL API then keeps SQS's
+ * rules where the wire differs from SQL (DESIGN.md "SQS API"): a message's
+ * size as SQS counts it, which the endpoint checked (api/send.c); the
+ * latest receipt of a standard message whose lease ended leasing it again,
+ * and a FIFO delete needing a running lease (api/settle.c).
+ */
+bool		queue_sqs_wire = false;
+
+void
+queue_sqs_wire_rules(bool on)
+{
+	queue_sqs_wire = on;
+}
+
+/*
  * After an error in one of a background process's own transactions:
  * report it (a lock it would not wait for at DEBUG1 only: it is tried
  * again, and a held lock would otherwise log a line every pass) and

@@ -245,6 +245,8 @@ typedef struct QueueSandbox
 	int			nestlevel;
 } QueueSandbox;
 extern PGDLLEXPORT void queue_pin_process_settings(void);
+extern bool queue_sqs_wire;
+extern PGDLLEXPORT void queue_sqs_wire_rules(bool on);
 extern void queue_bound_lock_waits(void);
 extern void queue_recover(MemoryContext cxt);
 extern void queue_sandbox_enter(QueueSandbox *sb, Oid role, const char *search_path,

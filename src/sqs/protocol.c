@@ -246,6 +246,10 @@ error_answer(SqsResponse *resp, SqsProtocol proto, int err,
 	resp->status = info->status;
 	resp->park = false;
 	resetStringInfo(&resp->body);
+	/* SQS's Query words for a missing queue name the API version */
+	if (proto == PROTO_QUERY && err == SQS_ERR_QUEUE_DOES_NOT_EXIST &&
+		strcmp(message, "The specified queue does not exist.") == 0)
+		message = "The specified queue does not exist for this wsdl version.";
 	if (proto == PROTO_JSON)
 	{
 		resp->content_type = JSON_CONTENT_TYPE;
@@ -260,10 +264,6 @@ error_answer(SqsResponse *resp, SqsProtocol proto, int err,
 	}
 	else if (query_json)
 	{
-		/* SQS's Query words for a missing queue name the API version */
-		if (err == SQS_ERR_QUEUE_DOES_NOT_EXIST &&
-			strcmp(message, "The specified queue does not exist.") == 0)
-			message = "The specified queue does not exist for this wsdl version.";
 		resp->content_type = "application/json";
 		appendStringInfo(&resp->body, "{\"Error\":{\"Type\":\"%s\",\"Code\":",
 						 info->sender ? "Sender" : "Receiver");
@@ -282,10 +282,6 @@ error_answer(SqsResponse *resp, SqsProtocol proto, int err,
 		appendStringInfo(&resp->body, "<Type>%s</Type>",
 						 info->sender ? "Sender" : "Receiver");
 		sqs_xml_text_element(&resp->body, "Code", info->query_code, strlen(info->query_code));
-		/* SQS's Query words for a missing queue name the API version */
-		if (err == SQS_ERR_QUEUE_DOES_NOT_EXIST &&
-			strcmp(message, "The specified queue does not exist.") == 0)
-			message = "The specified queue does not exist for this wsdl version.";
 		sqs_xml_text_element(&resp->body, "Message", message, strlen(message));
 		appendStringInfoString(&resp->body, "<Detail/></Error>");
 		sqs_xml_text_element(&resp->body, "RequestId", request_id, strlen(request_id));
@@ -637,6 +633,8 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 		/* a string setting's value is the setting's own: no copy needed */
 		call.public_url = GetConfigOption("queue.sqs_public_url", true, false);
 
+		/* the SQL API keeps SQS's rules where the wire differs (core_api.h) */
+		queue_sqs_wire_rules(true);
 		if (resp->forward_url != NULL)
 			;					/* served by the queue's node */
 		else if (!sqs_run_action(&call, out, resp))
@@ -647,6 +645,7 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 			sqs_fail(SQS_ERR_INVALID_ACTION,
 					 "The action %s is not valid for this endpoint.", action);
 		}
+		queue_sqs_wire_rules(false);
 		SetUserIdAndSecContext(save_uid, save_sec);
 
 		/* answer grows in cxt, where it was made */
@@ -674,6 +673,7 @@ sqs_handle(const SqsRequest *req, SqsResponse *resp)
 	}
 	PG_CATCH();
 	{
+		queue_sqs_wire_rules(false);
 		MemoryContextSwitchTo(cxt);
 		edata = CopyErrorData();
 		FlushErrorState();

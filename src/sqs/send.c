@@ -10,8 +10,7 @@
  *	  queue.send or queue.send_batch (one call per distinct DelaySeconds).
  *
  * May call: statements.c, shape.c, digest.c, wire.c (sqs_fail,
- * sqs_header), the core (queue_sqs_sizes_checked, core_api.h),
- * PostgreSQL.  Called by: actions.c.
+ * sqs_header), PostgreSQL.  Called by: actions.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -452,26 +451,6 @@ read_message(JsonbContainer *e, OutMsg *m, const QueueRow *q)
 	return true;
 }
 
-/*
- * Run a send whose messages read_message checked against the queue's
- * max_message_size as SQS counts them: queue.send does not count their
- * attributes again its own way (core_api.h).
- */
-static void
-run_send(PlanKind k, Datum *v, char *nulls)
-{
-	queue_sqs_sizes_checked(true);
-	PG_TRY();
-	{
-		sqs_run(k, v, nulls);
-	}
-	PG_FINALLY();
-	{
-		queue_sqs_sizes_checked(false);
-	}
-	PG_END_TRY();
-}
-
 /* The fields of a sent message's result, shared by Send and SendBatch. */
 static void
 sent_fields(StringInfo out, bool *first, OutMsg *m, int64 id, bool seq_null, int64 seq)
@@ -527,7 +506,8 @@ sqs_act_send_message(SqsCall *call, StringInfo out)
 		v[5] = sqs_cstring_jsonb(m.attrs);
 	else
 		nulls[5] = 'n';
-	run_send(P_SEND, v, nulls);
+	/* read_message checked the size as SQS counts it (queue_sqs_wire_rules) */
+	sqs_run(P_SEND, v, nulls);
 	if (SPI_processed != 1)
 		elog(ERROR, "SQS endpoint: queue.send returned " UINT64_FORMAT " rows", SPI_processed);
 	sqs_check_result_cols(3);
@@ -662,7 +642,7 @@ sqs_act_send_message_batch(SqsCall *call, StringInfo out)
 			v[5] = text_array_nulls(attrs, k, JSONBOID);
 		else
 			nulls[5] = 'n';
-		run_send(P_SEND_BATCH, v, nulls);
+		sqs_run(P_SEND_BATCH, v, nulls);
 		sqs_check_result_cols(4);
 		for (uint64 r = 0; r < SPI_processed; r++)
 		{

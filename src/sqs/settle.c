@@ -6,9 +6,8 @@
  *	  receipt's SQL error answered as SQS answers (a stale receipt's
  *	  DeleteMessage succeeds; settle_error).
  *
- * May call: statements.c, shape.c, wire.c (sqs_fail), the core
- * (queue_sqs_relet_ended, queue_sqs_fifo_delete_live, core_api.h),
- * PostgreSQL.  Called by: actions.c.
+ * May call: statements.c, shape.c, wire.c (sqs_fail), PostgreSQL.
+ * Called by: actions.c.
  *
  *-------------------------------------------------------------------------
  */
@@ -33,8 +32,8 @@
  * (it is then raised as it is).  A forged receipt is 22P02; a stale one,
  * or one whose message is gone, or a visibility change after a FIFO
  * message's lease ended, is 55000 (a standard message's latest receipt
- * leases it again here, as SQS: queue_sqs_relet_ended, around the
- * endpoint's changes).  On the wire the endpoint answers as SQS does (DESIGN.md
+ * leases it again here, as SQS: the SQL API keeps the wire's rules while
+ * the endpoint serves an action, queue_sqs_wire_rules, core_api.h).  On the wire the endpoint answers as SQS does (DESIGN.md
  * "SQS API"), though the SQL API refuses: a stale receipt's DeleteMessage
  * succeeds and deletes nothing ("the request succeeds, but the message
  * will not be deleted"); its ChangeMessageVisibility is
@@ -56,7 +55,7 @@ settle_error(ErrorData *edata, bool change, const char *receipt,
 	}
 	if (edata->sqlerrcode == ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE)
 	{
-		/* a FIFO delete after the lease ended (queue_sqs_fifo_delete_live) */
+		/* a FIFO delete after the lease ended (the wire's rule, core_api.h) */
 		if (!change && edata->message != NULL &&
 			strstr(edata->message, "for a lease that has ended") != NULL)
 		{
@@ -94,11 +93,7 @@ settle_one(PlanKind k, Datum *v, bool change, const char *receipt)
 	const char *msg;
 	bool		ok;
 
-	queue_sqs_relet_ended(change);
-	queue_sqs_fifo_delete_live(!change);
 	edata = sqs_run_in_subxact(k, v, NULL, NULL);
-	queue_sqs_relet_ended(false);
-	queue_sqs_fifo_delete_live(false);
 	if (edata == NULL)
 		return;
 	err = settle_error(edata, change, receipt, &msg, &ok);
@@ -184,11 +179,7 @@ settle_batch(SqsCall *call, StringInfo out, bool change)
 		v[0] = CStringGetTextDatum(name);
 		v[1] = CStringGetTextDatum(receipt);
 		v[2] = sqs_secs_interval(timeout);
-		queue_sqs_relet_ended(change);
-		queue_sqs_fifo_delete_live(!change);
 		edata = sqs_run_in_subxact(change ? P_CHANGE_VIS : P_DELETE, v, NULL, NULL);
-		queue_sqs_relet_ended(false);
-		queue_sqs_fifo_delete_live(false);
 		if (edata != NULL)
 		{
 			bool		ok;
