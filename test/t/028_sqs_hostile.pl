@@ -411,6 +411,12 @@ for my $p (@protos)
 	like(out($a)->{SequenceNumber} // '', qr/^\d+$/, "$p SendMessage FIFO: a sequence number");
 	$a = expect($app, $p, 'ReceiveMessage', { QueueUrl => "$base/$fifo" }, 200);
 	is((out($a)->{Messages} // [ {} ])->[0]{Body}, 'f1', "$p ReceiveMessage FIFO");
+	# the wire's own settle statements (a FIFO delete needs a running lease:
+	# plans.c's QP_DELETE_LIVE_BATCH) under mallory's database settings
+	my $fr = (out($a)->{Messages} // [ {} ])->[0]{ReceiptHandle} // 'x';
+	expect($app, $p, 'ChangeMessageVisibility', { QueueUrl => "$base/$fifo", ReceiptHandle => $fr, VisibilityTimeout => 60 }, 200);
+	expect($app, $p, 'DeleteMessage', { QueueUrl => "$base/$fifo", ReceiptHandle => $fr }, 200);
+	is(su("SELECT count(*) FROM queue.peek('$fifo')"), '0', "$p DeleteMessage FIFO within its lease: deleted");
 
 	# dead letters, and back with a move task
 	expect($app, $p, 'SendMessage', { QueueUrl => "$base/$dsrc", MessageBody => 'dead' }, 200);
