@@ -64,4 +64,11 @@ extern PGDLLEXPORT char *queue_citus_endpoint_of(const char *queue_name);
  */
 extern PGDLLEXPORT void queue_sqs_wire_rules(bool on);
 
+/*
+ * receive.c: when the last queue.receive of this process came back empty
+ * because a rate limit's window was closed, the time it opens (a parked
+ * long poll tries again then, no sooner); 0 otherwise.
+ */
+extern PGDLLEXPORT TimestampTz queue_receive_window_opens(void);
+
 #endif							/* QUEUE_CORE_API_H */

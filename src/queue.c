@@ -17,6 +17,7 @@
 
 #include "common/queue_common.h"
 #include "storage/queue_storage.h"
+#include "fifo/queue_fifo.h"
 #include "lease/queue_lease.h"
 #include "api/queue_api.h"
 #include "push/queue_push.h"
@@ -216,6 +217,7 @@ _PG_init(void)
 							PGC_SIGHUP, 0,
 							NULL, NULL, NULL);
 	queue_failed_init();
+	queue_rate_init();
 	queue_consumer_init();
 	queue_move_task_init();
 	MarkGUCPrefixReserved("queue");

@@ -44,5 +44,6 @@ extern void queue_api_errors_init(void);
 
 /* receive.c: a consumer's FIFO receive takes one group (consumer.c) */
 extern bool queue_receive_one_group;
+extern PGDLLEXPORT TimestampTz queue_receive_window_opens(void);
 
 #endif							/* QUEUE_API_H */

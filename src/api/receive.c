@@ -41,6 +41,15 @@
 PG_FUNCTION_INFO_V1(queue_receive);
 PG_FUNCTION_INFO_V1(queue_peek);
 
+/* queue_receive_window_opens (core_api.h) */
+static TimestampTz queue_rate_next_open = 0;
+
+TimestampTz
+queue_receive_window_opens(void)
+{
+	return queue_rate_next_open;
+}
+
 /*
  * Set by a consumer process (consumer.c): a FIFO receive takes messages of
  * one group only, so each batch holds back one group at most.
@@ -292,6 +301,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 		/* the tenants to take from (fair.c); none may have a message */
 		if (!queue_fair_args(q, now, want, got->n, got->ids, args, nulls))
 		{
+			queue_rate_settle_tenants();
 			*moved = 0;
 			got->nmoved_groups = 0;
 			got->fair_raced = false;
@@ -358,6 +368,12 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 		elog(ERROR, "queue receive failed: %s", SPI_result_code_string(rc));
 	tt = SPI_tuptable;
 	nrows = SPI_processed;
+	/* the tenants' reservations become what the lease took (fifo/rate.c) */
+	if (kind == QP_FAIR_RECEIVE && q->rate_limit_per_group > 0)
+	{
+		queue_rate_used_rows(tt, nrows);
+		queue_rate_settle_tenants();
+	}
 	if (!q->fifo && nrows > 0)
 		queue_note_ready(q->id, now + vt, bounded ? ready.from : DT_NOBEGIN);
 	got->fair_raced = kind == QP_FAIR_RECEIVE && nrows == 0;
@@ -538,6 +554,8 @@ queue_receive(PG_FUNCTION_ARGS)
 	Received	got;
 	bool		group_by_group;
 	bool		slept = false;
+	bool		limited;
+	int			held = 0;
 
 	queue_arg_notnull(fcinfo, 0, "queue_name");
 	max_messages = queue_arg_int(fcinfo, 1, "max_messages", 1,
@@ -597,11 +615,27 @@ queue_receive(PG_FUNCTION_ARGS)
 	group_by_group = q->fifo && (IsTransactionBlock() || queue_receive_one_group);
 
 	nonce = queue_receipt_nonce();
+	limited = queue_rate_limited(q);
+	PG_TRY();
+	{
 	for (;;)
 	{
 		MemoryContext cxt = CurrentMemoryContext;
 		ResourceOwner owner = CurrentResourceOwner;
 		uint64		generation = queue_wait_generation(q);
+		int			allowed = max_messages;
+
+		/*
+		 * A queue-wide rate limit: the try takes at most what the window
+		 * allows, reserved now and settled to what it took (fifo/rate.c).
+		 */
+		q->rate_opens_at = 0;
+		if (limited)
+		{
+			allowed = queue_rate_take_queue(q, max_messages, now);
+			if (allowed < max_messages)
+				held = Max(held, max_messages - allowed);
+		}
 
 		/*
 		 * A try that finds nothing may still have locked rows: FOR UPDATE
@@ -616,13 +650,15 @@ queue_receive(PG_FUNCTION_ARGS)
 		 * transaction.
 		 */
 		got.nmoves = 0;
-		if (wait > 0)
+		if (allowed == 0)
+			;					/* the window is closed: wait for it below */
+		else if (wait > 0)
 		{
 			BeginInternalSubTransaction(NULL);
 			MemoryContextSwitchTo(cxt);
 			PG_TRY();
 			{
-				receive_try(rsinfo, q, kind, now, vt, nonce, max_messages,
+				receive_try(rsinfo, q, kind, now, vt, nonce, allowed,
 							group_by_group, &got);
 			}
 			PG_CATCH();
@@ -643,8 +679,16 @@ queue_receive(PG_FUNCTION_ARGS)
 			CurrentResourceOwner = owner;
 		}
 		else
-			receive_try(rsinfo, q, kind, now, vt, nonce, max_messages,
+			receive_try(rsinfo, q, kind, now, vt, nonce, allowed,
 						group_by_group, &got);
+		if (limited)
+		{
+			queue_rate_used_queue(got.n);
+			queue_rate_settle_queue();
+			/* the limit held back only what the queue had to give */
+			if (allowed > 0 && got.n < allowed)
+				held = 0;
+		}
 		if (got.n > 0 || wait == 0)
 			break;
 		if (deadline == 0)
@@ -654,6 +698,18 @@ queue_receive(PG_FUNCTION_ARGS)
 		slept = true;
 		now = GetCurrentTimestamp();
 	}
+	}
+	PG_CATCH();
+	{
+		/* a reservation not settled counts in full (fifo/rate.c) */
+		queue_rate_abandon();
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	if (held > 0)
+		queue_rate_held_back(q, held);
+	/* the SQS endpoint parks a long poll until then (core_api.h) */
+	queue_rate_next_open = got.n == 0 ? q->rate_opens_at : 0;
 	if (wait > 0)
 		queue_wait_end();
 	if (slept)

@@ -37,8 +37,13 @@
  * Also here: queue.group_stats, and the groups and noisy_groups of
  * queue.stats.
  *
+ * With receive_rate_limit_per_group each tenant is given no more than its
+ * window allows (rate.c), and its share is reserved there before the
+ * lease; receive.c settles it to what the lease took.
+ *
  * Calls: plans.c (statements), catalog.c and acl.c (the queue and the
  * caller's privileges), common/counts.c (the counter slot), groups.c (the group hash),
+ * rate.c (the tenants' windows),
  * views.c (read locks of queue.stats).
  *
  *-------------------------------------------------------------------------
@@ -96,7 +101,8 @@ queue_receive_is_fair(QueueMeta *q)
 
 	if (q->fifo)
 		return false;
-	if (q->max_in_flight > 0 || (q->tenant_kinds & QUEUE_TENANTS_GROUPED))
+	if (q->max_in_flight > 0 || q->rate_limit_per_group > 0 ||
+		(q->tenant_kinds & QUEUE_TENANTS_GROUPED))
 		return true;
 	kinds = queue_tenant_kinds(q->id);
 	if (kinds < 0)
@@ -126,6 +132,8 @@ typedef struct Candidate
 	int64		head_id;
 	TimestampTz bound;			/* the tenant without a group id: see plans.c */
 	int			quota;			/* messages this receive takes from it */
+	int			allow;			/* what its rate limit allows (rate.c); -1: no limit */
+	int			reserved;		/* ... of which this receive reserved */
 	int			tried;			/* its lock: 0 not tried, 1 held here, -1 not */
 	bool		out;			/* not to lease from */
 } Candidate;
@@ -168,9 +176,11 @@ candidate_lighter_cmp(const void *a, const void *b)
  * ordered by (in_flight, head); their later messages are taken to be
  * younger than every head, which the lease's own order makes good enough.
  */
-static void
-share_batch(Candidate *c, int n, int want, int32 cap)
+static int
+share_batch(Candidate *c, int n, int want, int32 cap, bool limits)
 {
+	int			total = 0;
+
 	for (int i = 0; i < n; i++)
 		c[i].quota = 0;
 	for (int k = 0; k < want; k++)
@@ -181,6 +191,8 @@ share_batch(Candidate *c, int n, int want, int32 cap)
 		{
 			if (c[i].out || (cap > 0 && c[i].in_flight + c[i].quota >= cap))
 				continue;
+			if (limits && c[i].allow >= 0 && c[i].quota >= c[i].allow)
+				continue;
 			if (best < 0 ||
 				weigh(&c[i], c[i].base + c[i].quota, &c[best], c[best].base + c[best].quota) < 0)
 				best = i;
@@ -188,7 +200,9 @@ share_batch(Candidate *c, int n, int want, int32 cap)
 		if (best < 0)
 			break;
 		c[best].quota++;
+		total++;
 	}
+	return total;
 }
 
 /* Group ids with their messages in flight, sorted by group id (window_candidates). */
@@ -402,6 +416,9 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	int			ncand;
 	Candidate  *c;
 	bool		settled = false;
+	bool		limited = q->rate_limit_per_group > 0;
+	int			ideal = 0;
+	int			total = 0;
 	Datum	   *groups;
 	Datum	   *quotas;
 	int			ngroups = 0;
@@ -417,6 +434,19 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 		return false;
 
 	/*
+	 * With a rate limit per tenant, each is given at most what its window
+	 * allows, and each chosen one's share is reserved below (rate.c); the
+	 * tenant without a group id is not limited (each such message is a
+	 * tenant of its own).  What the limits kept from the batch counts as
+	 * held back.
+	 */
+	for (int i = 0; i < ncand; i++)
+		c[i].allow = (limited && !c[i].isnull) ?
+			queue_rate_peek_tenant(q, c[i].group, now) : -1;
+	if (limited)
+		ideal = share_batch(c, ncand, want, cap, false);
+
+	/*
 	 * Lock the tenants the batch would take from; one held by another
 	 * receive is left out (with a cap) or weighs TENANT_HELD more (without),
 	 * and the batch is shared again, until every tenant it takes from was
@@ -425,8 +455,25 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	while (!settled)
 	{
 		CHECK_FOR_INTERRUPTS();
-		share_batch(c, ncand, want, cap);
+		total = share_batch(c, ncand, want, cap, limited);
 		settled = true;
+		for (int i = 0; limited && i < ncand; i++)
+		{
+			int			more;
+
+			if (c[i].allow < 0 || c[i].quota <= c[i].reserved)
+				continue;
+			more = queue_rate_take_tenant(q, c[i].group, c[i].quota - c[i].reserved, now);
+			c[i].reserved += more;
+			if (c[i].reserved < c[i].quota)
+			{
+				/* another receive took part of its window meanwhile */
+				c[i].allow = c[i].reserved;
+				settled = false;
+			}
+		}
+		if (!settled)
+			continue;
 		for (int i = 0; i < ncand; i++)
 		{
 			if (c[i].quota == 0 || c[i].tried != 0)
@@ -442,6 +489,9 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 			}
 		}
 	}
+
+	if (limited && ideal > total)
+		queue_rate_held_back(q, ideal - total);
 
 	groups = palloc(ncand * sizeof(Datum));
 	quotas = palloc(ncand * sizeof(Datum));
@@ -470,12 +520,13 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	 * after).  The lease takes from the spares only what the chosen ones
 	 * did not give (it reads the tenants in this order and stops at the
 	 * batch).  With a cap a spare would have to be locked, and a receive
-	 * in a transaction block would hold it to the end: none then (the
+	 * in a transaction block would hold it to the end; with a rate limit
+	 * per tenant its share would have to be reserved: none then (the
 	 * receive looks again instead, receive.c).  The tenant without a group
 	 * id is read first when chosen, last when a spare.
 	 */
 	qsort(c, ncand, sizeof(Candidate), candidate_lighter_cmp);
-	for (int i = 0, nspare = 0; cap == 0 && i < ncand && nspare < SPARE_TENANTS; i++)
+	for (int i = 0, nspare = 0; cap == 0 && !limited && i < ncand && nspare < SPARE_TENANTS; i++)
 	{
 		if (c[i].quota > 0 || c[i].out || (c[i].isnull && with_null))
 			continue;

@@ -7,6 +7,8 @@
  *
  * Files of src/fifo/, top to bottom (a file calls only files below it):
  *	  fair.c      fair queues: which tenants a receive takes, caps per tenant
+ *	  rate.c      rate limits per queue and per tenant: the sliding windows
+ *	              in shared memory, reserved before a lease, settled after
  *	  groups.c    FIFO message groups: sender locks, group hashing, the
  *	              group scheduling rows that sends, deletes and receives keep,
  *	              and the heads bound a receive's walk of them starts at
@@ -19,6 +21,7 @@
  * Invariants:
  *	  - A group's messages are received in send order, one batch in flight.
  *	  - A deduplication id is claimed at most once per window and scope.
+ *	  - No span of receive_rate_interval hands out more than a rate limit.
  *
  *-------------------------------------------------------------------------
  */
@@ -48,6 +51,20 @@ extern void queue_fifo_heads_raise(QueueMeta *q, const QueueReadyRead *r, Timest
 extern void queue_fifo_new_groups(QueueMeta *q, int ngroups, Datum *groups,
 								  int64 *heads, TimestampTz available_at);
 extern void queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups);
+
+/* rate.c */
+extern int	queue_rate_limit_keys;
+extern void queue_rate_init(void);
+extern bool queue_rate_limited(const QueueMeta *q);
+extern int	queue_rate_take_queue(QueueMeta *q, int want, TimestampTz now);
+extern int	queue_rate_take_tenant(QueueMeta *q, Datum group, int want, TimestampTz now);
+extern int	queue_rate_peek_tenant(QueueMeta *q, Datum group, TimestampTz now);
+extern void queue_rate_used_queue(int n);
+extern void queue_rate_used_rows(SPITupleTable *tt, uint64 nrows);
+extern void queue_rate_settle_tenants(void);
+extern void queue_rate_settle_queue(void);
+extern void queue_rate_abandon(void);
+extern void queue_rate_held_back(QueueMeta *q, int64 n);
 
 /* fair.c */
 extern bool queue_receive_is_fair(QueueMeta *q);

@@ -23,6 +23,7 @@
 
 #include "common/compat.h"
 #include "actions.h"
+#include "core_api.h"
 
 /* ---------------------------------------------------------------------
  * Receiving
@@ -242,14 +243,19 @@ sqs_act_receive_message(SqsCall *call, StringInfo out, SqsResponse *resp)
 		if (wait > 0 && now < deadline && queue_id != 0)
 		{
 			TimestampTz until = deadline;
+			/* a rate limit's closed window: try again when it opens */
+			TimestampTz opens = queue_receive_window_opens();
 
 			if (!next_null)
 			{
 				/* a hint already past: look again shortly, never spin */
 				if (next_visible <= now)
-					next_visible = TimestampTzPlusMilliseconds(now, 200);
+					next_visible = opens > now ? opens :
+						TimestampTzPlusMilliseconds(now, 200);
 				until = Min(until, next_visible);
 			}
+			if (opens > now)
+				until = Min(until, opens);
 			resp->park = true;
 			resp->park_queue_id = queue_id;
 			resp->park_generation = generation;

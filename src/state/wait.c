@@ -172,6 +172,9 @@ queue_wait(QueueMeta *q, TimestampTz deadline, uint64 generation)
 	next = next_visible_at(q, now);
 	if (next != 0 && next < until)
 		until = next;
+	/* a rate limit's window that opens sooner (fifo/rate.c): a timer, not a poll */
+	if (q->rate_opens_at > now && q->rate_opens_at < until)
+		until = q->rate_opens_at;
 	ms = (long) ((until - now + 999) / 1000);
 	if (ms < 1)
 		ms = 1;

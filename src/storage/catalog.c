@@ -305,7 +305,7 @@ load_entry(CacheEntry *e, text *name)
 		 * The registry's columns as this database's version has them: 1.3
 		 * added retry_delay, 1.4 the layout and a shared queue's owner and
 		 * grants (before it, every queue is dedicated), 1.6 the cap of a
-		 * tenant's messages in flight.  Made again after
+		 * tenant's messages in flight, 1.11 the rate limits.  Made again after
 		 * a change to the registry table (an ALTER EXTENSION UPDATE).
 		 */
 		lookup_queues_relid = get_relname_relid("_queues", nsp);
@@ -323,7 +323,7 @@ load_entry(CacheEntry *e, text *name)
 									" r.content_based_deduplication, r.deduplication_window,"
 									" r.deduplication_scope = 'message_group',"
 									" coalesce(r.max_receive_count, 0), r.dead_letter_queue,"
-									" d.queue_name, %s, %s, %s"
+									" d.queue_name, %s, %s, %s, %s"
 									" FROM queue._queues r"
 									" LEFT JOIN queue._queues d ON d.queue_id = r.dead_letter_queue"
 									" WHERE r.queue_name = $1",
@@ -331,7 +331,11 @@ load_entry(CacheEntry *e, text *name)
 									"r.retry_delay" : "'0'::pg_catalog.interval",
 									layout,
 									get_attnum(lookup_queues_relid, "max_in_flight_per_group") != InvalidAttrNumber ?
-									"coalesce(r.max_in_flight_per_group, 0)" : "0"),
+									"coalesce(r.max_in_flight_per_group, 0)" : "0",
+									get_attnum(lookup_queues_relid, "receive_rate_interval") != InvalidAttrNumber ?
+									"coalesce(r.receive_rate_limit, 0), coalesce(r.receive_rate_limit_per_group, 0),"
+									" r.receive_rate_interval, r.created_at" :
+									"0, 0, '1 second'::pg_catalog.interval, r.created_at"),
 						   1, argtypes);
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
@@ -389,6 +393,13 @@ load_entry(CacheEntry *e, text *name)
 	e->meta.retry_delay = interval_usecs(SPI_getbinval(tup, desc, 14, &isnull));
 	e->meta.max_in_flight = DatumGetInt32(SPI_getbinval(tup, desc, 23, &isnull));
 	e->meta.tenant_kinds = 0;
+	e->meta.rate_limit = DatumGetInt32(SPI_getbinval(tup, desc, 24, &isnull));
+	e->meta.rate_limit_per_group = DatumGetInt32(SPI_getbinval(tup, desc, 25, &isnull));
+	e->meta.rate_interval = interval_usecs(SPI_getbinval(tup, desc, 26, &isnull));
+	e->meta.created_at = DatumGetTimestampTz(SPI_getbinval(tup, desc, 27, &isnull));
+	if (isnull)
+		e->meta.created_at = 0;
+	e->meta.rate_opens_at = 0;
 	e->meta.dlq_shared = DatumGetBool(SPI_getbinval(tup, desc, 17, &isnull)) && !isnull;
 	e->meta.dlq_fifo = DatumGetBool(SPI_getbinval(tup, desc, 18, &isnull)) && !isnull;
 	if (e->meta.shared)

@@ -144,6 +144,11 @@ typedef struct QueueMeta
 	bool		dlq_fifo;		/* ... and kind, for its table */
 	int64		retry_delay;	/* after a rolled-back receive (failed.c) */
 	int32		max_in_flight;	/* max_in_flight_per_group, 0: none (fair.c) */
+	int32		rate_limit;		/* receive_rate_limit, 0: none (fifo/rate.c) */
+	int32		rate_limit_per_group;	/* receive_rate_limit_per_group, 0: none */
+	int64		rate_interval;	/* receive_rate_interval */
+	TimestampTz created_at;		/* a window after a restart starts closed (rate.c) */
+	TimestampTz rate_opens_at;	/* set by a limited receive: when its window opens; 0: none */
 	uint32		tenant_kinds;	/* QUEUE_TENANTS_* this backend saw noted */
 	/* a shared queue's owner and grantees (a dedicated one's are its table's) */
 	Oid			owner;
