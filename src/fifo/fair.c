@@ -346,13 +346,14 @@ window_candidates(QueueMeta *q, TimestampTz now, int want, Candidate **out)
 
 /*
  * The candidates from every tenant (QP_FAIR_TENANTS: at most
- * MAX_TENANTS_EXAMINED, fewest in flight first, the first want + 8).
+ * MAX_TENANTS_EXAMINED, fewest in flight first, the first want + 8, or all
+ * of them under a rate limit per tenant).
  */
 static int
-all_candidates(QueueMeta *q, TimestampTz now, int want, Candidate **out)
+all_candidates(QueueMeta *q, TimestampTz now, int want, bool limited, Candidate **out)
 {
-	Datum		a[7];
-	char		n[7] = {' ', ' ', ' ', ' ', ' ', ' ', ' '};
+	Datum		a[8];
+	char		n[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
 	int			kinds = (int) q->tenant_kinds;
 	int32		cap = q->max_in_flight;
 	int			count_bound = cap > 0 ? cap : IN_FLIGHT_COUNTED;
@@ -364,7 +365,8 @@ all_candidates(QueueMeta *q, TimestampTz now, int want, Candidate **out)
 		kinds = queue_tenant_kinds(q->id);
 	a[0] = TimestampTzGetDatum(now);
 	a[1] = TimestampTzGetDatum(now - q->retention);
-	a[2] = Int32GetDatum(want + 8);
+	/* with rate limits, every tenant: the lightest may have no window left */
+	a[2] = Int32GetDatum(limited ? MAX_TENANTS_EXAMINED : want + 8);
 	a[3] = Int32GetDatum(count_bound);
 	a[4] = Int32GetDatum(MAX_TENANTS_EXAMINED);
 	a[5] = Int32GetDatum(cap);
@@ -372,6 +374,7 @@ all_candidates(QueueMeta *q, TimestampTz now, int want, Candidate **out)
 	/* the tenant without a group id, when one may be there */
 	a[6] = BoolGetDatum(kinds < 0 || (kinds & QUEUE_TENANTS_UNGROUPED) ||
 						!(kinds & QUEUE_TENANTS_GROUPED));
+	a[7] = BoolGetDatum(limited);
 	rc = queue_exec(q, QP_FAIR_TENANTS, a, n, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "queue fair receive failed: %s", SPI_result_code_string(rc));
@@ -427,9 +430,14 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	int32		null_quota = 0;
 	TimestampTz null_bound = now;
 
-	ncand = window_candidates(q, now, want, &c);
+	/*
+	 * The first look settles it only without a limit per tenant: with one,
+	 * the tenants at the head may have no window left, and the batch is
+	 * filled from the others, wherever they are.
+	 */
+	ncand = limited ? -1 : window_candidates(q, now, want, &c);
 	if (ncand < 0)
-		ncand = all_candidates(q, now, want, &c);
+		ncand = all_candidates(q, now, want, limited, &c);
 	if (ncand == 0)
 		return false;
 

@@ -27,6 +27,10 @@
  * no entry is handed nothing until some other window passes (counted as
  * held back); the limit is never given up.
  *
+ * A slot counts for the interval and a fiftieth of it more (20 ms at
+ * most: span_of), so that the times a client notes a moment after the
+ * server's (its own clock, on its side of the wire) keep the limit too.
+ *
  * Exactness.  A receive takes its share under the table's lock before its
  * lease: it reserves as many as the window allows (a slot marked with its
  * process and a token), leases at most that many, then settles the slot to
@@ -225,6 +229,17 @@ need_shared(void)
 				 errhint("Add queue to shared_preload_libraries, or remove the queue's rate limits with queue.alter.")));
 }
 
+/*
+ * How long a slot counts: the interval and a little more (a fiftieth of
+ * it, 20 ms at most), so that times a client takes on its side of the
+ * wire, a few milliseconds after the server's, keep the limit too.
+ */
+static int64
+span_of(int64 interval)
+{
+	return interval + Min(interval / 50, 20000);
+}
+
 /* Drop e's slots past the window (lock held exclusive); what the rest hold. */
 static int64
 window_count(RateEntry *e, TimestampTz now, int64 interval)
@@ -234,7 +249,7 @@ window_count(RateEntry *e, TimestampTz now, int64 interval)
 
 	for (int i = 0; i < e->nslots; i++)
 	{
-		if (e->slots[i].pid == 0 && e->slots[i].at < now - interval)
+		if (e->slots[i].pid == 0 && e->slots[i].at < now - span_of(interval))
 			continue;
 		e->slots[k++] = e->slots[i];
 		used += e->slots[i].n;
@@ -252,7 +267,7 @@ opens_at(const RateEntry *e, int64 interval)
 	for (int i = 0; i < e->nslots; i++)
 		if (e->slots[i].pid == 0 && (first == 0 || e->slots[i].at < first))
 			first = e->slots[i].at;
-	return first == 0 ? 0 : first + interval + 1;
+	return first == 0 ? 0 : first + span_of(interval) + 1;
 }
 
 /* Make room for one slot: the two oldest settled ones become one, at the later time. */
@@ -327,7 +342,7 @@ entry_of(const RateKey *key, const QueueMeta *q, int32 limit, int64 interval,
 		e->nslots = 0;
 		e->held_back = 0;
 		if (key->tenant != RATE_COUNTER && q->created_at < rate_shared->started_at &&
-			now <= rate_shared->started_at + interval)
+			now <= rate_shared->started_at + span_of(interval))
 		{
 			e->slots[0].at = rate_shared->started_at;
 			e->slots[0].n = limit;
@@ -457,11 +472,11 @@ queue_rate_peek_tenant(QueueMeta *q, Datum group, TimestampTz now)
 	if (e != NULL)
 	{
 		for (int i = 0; i < e->nslots; i++)
-			if (e->slots[i].pid != 0 || e->slots[i].at >= now - q->rate_interval)
+			if (e->slots[i].pid != 0 || e->slots[i].at >= now - span_of(q->rate_interval))
 				used += e->slots[i].n;
 	}
 	else if (q->created_at < rate_shared->started_at &&
-			 now <= rate_shared->started_at + q->rate_interval)
+			 now <= rate_shared->started_at + span_of(q->rate_interval))
 		used = q->rate_limit_per_group; /* its first window after a start */
 	LWLockRelease(rate_shared->lock);
 	if (used >= q->rate_limit_per_group)
@@ -497,12 +512,24 @@ queue_rate_used_rows(SPITupleTable *tt, uint64 nrows)
 		if (isnull)
 			continue;
 		tenant = tenant_of(g);
-		for (int i = 0; i < nholds; i++)
-			if (holds[i].tenant && holds[i].key.tenant == tenant)
+		/* a tenant may hold several reservations (fair.c took more): fill each */
+		for (int i = 0, last = -1; i <= nholds; i++)
+		{
+			if (i == nholds)
+			{
+				if (last >= 0)
+					holds[last].used++;	/* past every reservation: never lost */
+				break;
+			}
+			if (!holds[i].tenant || holds[i].key.tenant != tenant)
+				continue;
+			last = i;
+			if (holds[i].used < holds[i].reserved)
 			{
 				holds[i].used++;
 				break;
 			}
+		}
 	}
 }
 
@@ -537,7 +564,7 @@ settle(bool tenants, bool abandon)
 
 			if (slot->pid != MyProcPid || slot->token != h->token)
 				continue;
-			slot->n = abandon ? h->reserved : Min(h->used, h->reserved);
+			slot->n = abandon ? Max(h->reserved, h->used) : h->used;
 			slot->at = now;
 			slot->pid = 0;
 			if (slot->n == 0)

@@ -536,8 +536,10 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * its head (oldest visible message) and its messages in flight
 	 * (counted up to $4); with $7, messages without a group id too, as
 	 * one tenant, if one is among the first 200 visible (the bound is the
-	 * last of those, for the lease).  A tenant at the cap ($6) is left
-	 * out.  Fewest in flight first, then oldest head; $3 of them.
+	 * last of those, for the lease), or any visible with $8 (a queue with
+	 * a rate limit per tenant, whose limited tenants may hold the head:
+	 * the bound is now).  A tenant at the cap ($6) is left out.  Fewest in
+	 * flight first, then oldest head; $3 of them.
 	 */
 	[QP_FAIR_TENANTS] = {
 		TENANTS_OF("$5")
@@ -549,7 +551,8 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" WHERE t.g IS NOT NULL AND ($6 IS NULL OR f.n < $6)"
 		" UNION ALL"
 		" SELECT NULL, f.n, h.visible_at, h.message_id, w.bound"
-		" FROM (SELECT max(x.visible_at) AS bound FROM (SELECT m.visible_at FROM {q} m"
+		" FROM (SELECT CASE WHEN $8 THEN $1 ELSE max(x.visible_at) END AS bound"
+		"  FROM (SELECT m.visible_at FROM {q} m"
 		"  WHERE {S.m}m.visible_at <= $1 AND m.sent_at > $2"
 		"  ORDER BY m.visible_at, m.message_id LIMIT 200) x) w"
 		" CROSS JOIN LATERAL (SELECT m.visible_at, m.message_id FROM {q} m"
@@ -558,7 +561,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" CROSS JOIN LATERAL (SELECT " IN_FLIGHT_UNGROUPED("$4") " AS n) f"
 		" WHERE $7 AND ($6 IS NULL OR f.n < $6)"
 		" ORDER BY 2, 3, 4 LIMIT $3",
-		7, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID, INT4OID, INT4OID, BOOLOID}
+		8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID, INT4OID, INT4OID, BOOLOID, BOOLOID}
 	},
 
 	/*
