@@ -76,7 +76,8 @@ SELECT count(*) FROM queue.send_batch('tenants', ARRAY['t1', 't2', 't3', 't4'],
 # --- topics (1.2): a standard topic with a filtered subscription, a FIFO
 # topic with a live deduplication id, a publish grant by role name
 $src->safe_psql('shop', q(
-SELECT queue.create('news_q');
+SELECT queue.create('news_q', receive_rate_limit => 40, receive_rate_limit_per_group => 4,
+	receive_rate_interval => '90 seconds');
 SELECT queue.create('news.fifo', fifo => true);
 SELECT queue.create_topic('news', tags => '{"team": "shop"}');
 SELECT queue.create_topic('news_ordered', fifo => true);
@@ -344,6 +345,9 @@ dq("SELECT queue.purge('after_restore')");
 is(dq("SELECT count(*) FROM queue.stats WHERE visible IS NOT NULL"), '8', 'stats reads every queue');
 is(dq("SELECT max_in_flight_per_group FROM queue.queues WHERE queue_name = 'tenants'"), '2',
 	'fair: the cap is restored');
+is(dq("SELECT receive_rate_limit || ' ' || receive_rate_limit_per_group || ' ' || receive_rate_interval"
+	  . " FROM queue.queues WHERE queue_name = 'news_q'"), '40 4 00:01:30',
+	'rate limits (1.11): restored');
 is(dq("SELECT string_agg(body, ',' ORDER BY body) FROM queue.receive('tenants', 10)"), 't1,t2,t4',
 	'fair: tenants are served fairly and capped on the restored copy');
 is(dq("SELECT groups FROM queue.stats WHERE queue_name = 'tenants'"), '2', 'fair: two tenants');

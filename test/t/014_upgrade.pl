@@ -487,14 +487,37 @@ DROP TABLE queue_data.up_acl_from, queue_data.up_acl_to;"),
 	  . ",up_receiver=r/up_sender,up_sender=a*r*/" . sql("SELECT current_user") . ' true false',
 	'1.10: the grants given again are the same, grant options and grantors too; no USAGE left lent');
 
+# 1.10 -> 1.11: rate limits (issue 51).  The queues made before keep
+# their messages and get no limit; a limit set after the update holds at
+# once on the live data (the queue existed before the server started: so
+# its first window after the start is closed, and the regress suite shows
+# the open one).
+$before_peek = sql($peek);
+sql("ALTER EXTENSION queue UPDATE TO '1.11'");
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.11', 'updated to 1.11');
+is(sql($peek), $before_peek, '1.11: every message unchanged, in delivery order');
+is(sql(q(SELECT count(*) FILTER (WHERE receive_rate_limit IS NULL AND receive_rate_limit_per_group IS NULL
+	AND receive_rate_interval = '1 second') = count(*) FROM queue.queues)), 't',
+	'1.11: every queue made before has no rate limit and the default interval');
+is(sql(q(
+SELECT queue.alter('up_std', receive_rate_limit => 2, receive_rate_interval => '1 hour');
+SELECT count(*) FROM queue.send_batch('up_std', ARRAY['r1', 'r2', 'r3']);
+SELECT receive_rate_limit, receive_rate_interval FROM queue.queues WHERE queue_name = 'up_std';
+SELECT rate_limited >= 0 FROM queue.stats WHERE queue_name = 'up_std';
+SELECT queue.alter('up_std', receive_rate_limit => 0);
+SELECT receive_rate_limit IS NULL FROM queue.queues WHERE queue_name = 'up_std';
+)), "\n3\n2|01:00:00\nt\n\nt", '1.11: a limit is set, shown, counted and removed on a queue made at 1.0');
+my ($rc11, $out11, $err11) = $node->psql('old', "SELECT queue.alter('up_std', receive_rate_limit => -1)");
+like($err11, qr/argument "receive_rate_limit" must be between 1 and 1000000000/, '1.11: a bad limit is 22023 naming it');
+
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
 $node->safe_psql('fresh', q(
 CREATE EXTENSION queue;
 GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
 ));
-is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.10',
-	'a fresh install is 1.10');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.11',
+	'a fresh install is 1.11');
 is($node->safe_psql('fresh', $key_stats), sql($key_stats), '... with the same key statistics as the upgraded one');
 sub schema_dump
 {
@@ -547,7 +570,7 @@ like($err, qr/schema "queue" is owned by role "up_squatter", who is not a superu
 is($node->safe_psql('squatted', "SELECT count(*) FROM pg_extension WHERE extname = 'queue'"), '0',
 	'and installs nothing');
 $node->safe_psql('squatted', 'DROP SCHEMA queue; CREATE SCHEMA queue; CREATE EXTENSION queue');
-is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.10',
+is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.11',
 	'a schema queue that a superuser made is used');
 
 $node->stop;
