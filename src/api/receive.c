@@ -14,6 +14,12 @@
  * or whose retry delay has not passed, is given up rather than delivered;
  * rows flagged as received too often go to the dead-letter queue.
  *
+ * A queue with rate limits (fifo/rate.c): each try reserves what the
+ * queue's window allows before it leases and settles that to what it
+ * leased; a fair receive reserves each tenant's share (fair.c) and
+ * receive_step settles those after its statement.  A waiting receive that
+ * got nothing sleeps at most until the window opens (state/wait.c).
+ *
  *-------------------------------------------------------------------------
  */
 #include "postgres.h"

@@ -237,6 +237,41 @@ candidate_pos_cmp(const void *a, const void *b)
 }
 
 /*
+ * What each candidate's rate limit allows now (rate.c; -1: none), and a
+ * tenant with nothing left is out, as a capped one is.  The tenant without
+ * a group id is not limited per tenant.
+ */
+static void
+apply_limits(QueueMeta *q, Candidate *c, int n, TimestampTz now)
+{
+	Datum	   *groups;
+	int		   *allow;
+	int			k = 0;
+
+	for (int i = 0; i < n; i++)
+		c[i].allow = -1;
+	if (q->rate_limit_per_group <= 0 || n == 0)
+		return;
+	groups = palloc(n * sizeof(Datum));
+	allow = palloc(n * sizeof(int));
+	for (int i = 0; i < n; i++)
+		if (!c[i].isnull)
+			groups[k++] = c[i].group;
+	queue_rate_peek_tenants(q, k, groups, allow, now);
+	k = 0;
+	for (int i = 0; i < n; i++)
+	{
+		if (c[i].isnull)
+			continue;
+		c[i].allow = allow[k++];
+		if (c[i].allow == 0)
+			c[i].out = true;
+	}
+	pfree(groups);
+	pfree(allow);
+}
+
+/*
  * The candidates from a first look at the queue's head (QP_FAIR_WINDOW):
  * the tenants of its oldest visible messages, each with its messages in
  * flight.  A tenant not among them has a newer head, so it could only be
@@ -331,11 +366,15 @@ window_candidates(QueueMeta *q, TimestampTz now, int want, Candidate **out)
 			c[ncand].group = datumCopy(c[ncand].group, false, -1);
 		}
 		c[ncand].base = c[ncand].in_flight;
-		if (q->max_in_flight > 0 && c[ncand].in_flight >= q->max_in_flight)
-			c[ncand].out = true;
-		else if (c[ncand].in_flight == 0)
-			idle++;
 		ncand++;
+	}
+	apply_limits(q, c, ncand, now);
+	for (int i = 0; i < ncand; i++)
+	{
+		if (q->max_in_flight > 0 && c[i].in_flight >= q->max_in_flight)
+			c[i].out = true;
+		else if (c[i].in_flight == 0 && !c[i].out)
+			idle++;
 	}
 	if (idle < want && nw == FAIR_LOOK(want))
 		return -1;				/* others behind the look may come first */
@@ -417,11 +456,15 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	int32		cap = q->max_in_flight;
 	int			count_bound = cap > 0 ? cap : IN_FLIGHT_COUNTED;
 	int			ncand;
-	Candidate  *c;
+	Candidate  *c = NULL;
 	bool		settled = false;
 	bool		limited = q->rate_limit_per_group > 0;
 	int			ideal = 0;
 	int			total = 0;
+	Datum	   *tgroups = NULL;
+	int		   *twant = NULL;
+	int		   *tgot = NULL;
+	int		   *tidx = NULL;
 	Datum	   *groups;
 	Datum	   *quotas;
 	int			ngroups = 0;
@@ -431,28 +474,46 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	TimestampTz null_bound = now;
 
 	/*
-	 * The first look settles it only without a limit per tenant: with one,
-	 * the tenants at the head may have no window left, and the batch is
-	 * filled from the others, wherever they are.
+	 * Under a limit per tenant, a tenant with no window left is out of the
+	 * first look (as a capped one is), so the look settles the receive
+	 * only when enough others are there; else every tenant is read, and
+	 * the messages without a group id wherever they are.
 	 */
-	ncand = limited ? -1 : window_candidates(q, now, want, &c);
+	ncand = window_candidates(q, now, want, &c);
 	if (ncand < 0)
+	{
 		ncand = all_candidates(q, now, want, limited, &c);
+		apply_limits(q, c, ncand, now);
+	}
 	if (ncand == 0)
 		return false;
 
 	/*
 	 * With a rate limit per tenant, each is given at most what its window
-	 * allows, and each chosen one's share is reserved below (rate.c); the
-	 * tenant without a group id is not limited (each such message is a
-	 * tenant of its own).  What the limits kept from the batch counts as
-	 * held back.
+	 * allows (apply_limits), and each chosen one's share is reserved below
+	 * (rate.c).  What the limits kept from the batch counts as held back:
+	 * the batch shared as if none were out for its window.
 	 */
-	for (int i = 0; i < ncand; i++)
-		c[i].allow = (limited && !c[i].isnull) ?
-			queue_rate_peek_tenant(q, c[i].group, now) : -1;
 	if (limited)
+	{
+		bool	   *was_out = palloc(ncand * sizeof(bool));
+
+		tgroups = palloc(ncand * sizeof(Datum));
+		twant = palloc(ncand * sizeof(int));
+		tgot = palloc(ncand * sizeof(int));
+		tidx = palloc(ncand * sizeof(int));
+
+		for (int i = 0; i < ncand; i++)
+		{
+			was_out[i] = c[i].out;
+			if (c[i].allow == 0)
+				c[i].out = false;
+		}
 		ideal = share_batch(c, ncand, want, cap, false);
+		for (int i = 0; i < ncand; i++)
+			c[i].out = was_out[i];
+		pfree(was_out);
+	}
 
 	/*
 	 * Lock the tenants the batch would take from; one held by another
@@ -465,19 +526,32 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 		CHECK_FOR_INTERRUPTS();
 		total = share_batch(c, ncand, want, cap, limited);
 		settled = true;
-		for (int i = 0; limited && i < ncand; i++)
+		if (limited)
 		{
-			int			more;
+			/* reserve what the shares need beyond what is reserved, at once */
+			int			k = 0;
 
-			if (c[i].allow < 0 || c[i].quota <= c[i].reserved)
-				continue;
-			more = queue_rate_take_tenant(q, c[i].group, c[i].quota - c[i].reserved, now);
-			c[i].reserved += more;
-			if (c[i].reserved < c[i].quota)
+			for (int i = 0; i < ncand; i++)
 			{
-				/* another receive took part of its window meanwhile */
-				c[i].allow = c[i].reserved;
-				settled = false;
+				if (c[i].allow < 0 || c[i].quota <= c[i].reserved)
+					continue;
+				tgroups[k] = c[i].group;
+				twant[k] = c[i].quota - c[i].reserved;
+				tidx[k++] = i;
+			}
+			if (k > 0)
+				queue_rate_take_tenants(q, k, tgroups, twant, tgot, now);
+			for (int j = 0; j < k; j++)
+			{
+				Candidate  *t = &c[tidx[j]];
+
+				t->reserved += tgot[j];
+				if (t->reserved < t->quota)
+				{
+					/* another receive took part of its window meanwhile */
+					t->allow = t->reserved;
+					settled = false;
+				}
 			}
 		}
 		if (!settled)

@@ -57,8 +57,10 @@ extern int	queue_rate_limit_keys;
 extern void queue_rate_init(void);
 extern bool queue_rate_limited(const QueueMeta *q);
 extern int	queue_rate_take_queue(QueueMeta *q, int want, TimestampTz now);
-extern int	queue_rate_take_tenant(QueueMeta *q, Datum group, int want, TimestampTz now);
-extern int	queue_rate_peek_tenant(QueueMeta *q, Datum group, TimestampTz now);
+extern void queue_rate_take_tenants(QueueMeta *q, int n, const Datum *groups, const int *want,
+									int *granted, TimestampTz now);
+extern void queue_rate_peek_tenants(QueueMeta *q, int n, const Datum *groups, int *allow,
+									TimestampTz now);
 extern void queue_rate_used_queue(int n);
 extern void queue_rate_used_rows(SPITupleTable *tt, uint64 nrows);
 extern void queue_rate_settle_tenants(void);

@@ -374,7 +374,7 @@ settle_at_exit(int code, Datum arg)
  * binds, and then q->rate_opens_at says when it may allow more.
  */
 static int
-take(QueueMeta *q, uint64 tenant, int32 limit, int want, TimestampTz now, bool is_tenant)
+take_locked(QueueMeta *q, uint64 tenant, int32 limit, int want, TimestampTz now, bool is_tenant)
 {
 	RateKey		key;
 	RateEntry  *e;
@@ -382,22 +382,14 @@ take(QueueMeta *q, uint64 tenant, int32 limit, int want, TimestampTz now, bool i
 	int			granted = 0;
 	int64		interval = q->rate_interval;
 
-	need_shared();
 	if (want <= 0)
 		return 0;
 	if (nholds >= MAX_HOLDS)
 		return 0;				/* a receive holds at most a batch's tenants */
-	if (!exit_registered)
-	{
-		before_shmem_exit(settle_at_exit, (Datum) 0);
-		exit_registered = true;
-	}
 	make_key(&key, q, tenant);
-	LWLockAcquire(rate_shared->lock, LW_EXCLUSIVE);
 	e = entry_of(&key, q, limit, interval, now);
 	if (e == NULL)
 	{
-		LWLockRelease(rate_shared->lock);
 		note_opens(q, now + Min(interval, 1000000) + 1);
 		return 0;
 	}
@@ -430,58 +422,80 @@ take(QueueMeta *q, uint64 tenant, int32 limit, int want, TimestampTz now, bool i
 	}
 	if (e->nslots == 0)
 		(void) hash_search(rate_table, &key, HASH_REMOVE, NULL);
-	LWLockRelease(rate_shared->lock);
 	return granted;
+}
+
+static void
+take_begin(void)
+{
+	need_shared();
+	if (!exit_registered)
+	{
+		before_shmem_exit(settle_at_exit, (Datum) 0);
+		exit_registered = true;
+	}
+	LWLockAcquire(rate_shared->lock, LW_EXCLUSIVE);
 }
 
 /* The whole queue's share of want (receive.c), before its try. */
 int
 queue_rate_take_queue(QueueMeta *q, int want, TimestampTz now)
 {
+	int			granted;
+
 	if (q->rate_limit <= 0)
 		return want;
-	return take(q, RATE_WHOLE_QUEUE, q->rate_limit, want, now, false);
-}
-
-/* A tenant's share of want (fair.c), before its lease. */
-int
-queue_rate_take_tenant(QueueMeta *q, Datum group, int want, TimestampTz now)
-{
-	if (q->rate_limit_per_group <= 0)
-		return want;
-	return take(q, tenant_of(group), q->rate_limit_per_group, want, now, true);
+	take_begin();
+	granted = take_locked(q, RATE_WHOLE_QUEUE, q->rate_limit, want, now, false);
+	LWLockRelease(rate_shared->lock);
+	return granted;
 }
 
 /*
- * How many a tenant's window would allow now, without taking them (fair.c
- * shares the batch by it); -1 when no limit applies.
+ * Tenants' shares (fair.c), before the lease, under one hold of the lock:
+ * of want[i] for groups[i], granted[i] (a want of 0 takes nothing).
  */
-int
-queue_rate_peek_tenant(QueueMeta *q, Datum group, TimestampTz now)
+void
+queue_rate_take_tenants(QueueMeta *q, int n, const Datum *groups, const int *want,
+						int *granted, TimestampTz now)
 {
-	RateKey		key;
-	RateEntry  *e;
-	int64		used = 0;
-
-	if (q->rate_limit_per_group <= 0)
-		return -1;
-	need_shared();
-	make_key(&key, q, tenant_of(group));
-	LWLockAcquire(rate_shared->lock, LW_SHARED);
-	e = hash_search(rate_table, &key, HASH_FIND, NULL);
-	if (e != NULL)
-	{
-		for (int i = 0; i < e->nslots; i++)
-			if (e->slots[i].pid != 0 || e->slots[i].at >= now - span_of(q->rate_interval))
-				used += e->slots[i].n;
-	}
-	else if (q->created_at < rate_shared->started_at &&
-			 now <= rate_shared->started_at + span_of(q->rate_interval))
-		used = q->rate_limit_per_group; /* its first window after a start */
+	take_begin();
+	for (int i = 0; i < n; i++)
+		granted[i] = want[i] <= 0 ? 0 :
+			take_locked(q, tenant_of(groups[i]), q->rate_limit_per_group, want[i], now, true);
 	LWLockRelease(rate_shared->lock);
-	if (used >= q->rate_limit_per_group)
-		return 0;
-	return (int) Min(used < 0 ? 0 : q->rate_limit_per_group - used, (int64) PG_INT32_MAX);
+}
+
+/*
+ * How many each tenant's window would allow now, without taking them
+ * (fair.c shares the batch by it), under one hold of the lock.
+ */
+void
+queue_rate_peek_tenants(QueueMeta *q, int n, const Datum *groups, int *allow, TimestampTz now)
+{
+	need_shared();
+	LWLockAcquire(rate_shared->lock, LW_SHARED);
+	for (int i = 0; i < n; i++)
+	{
+		RateKey		key;
+		RateEntry  *e;
+		int64		used = 0;
+
+		make_key(&key, q, tenant_of(groups[i]));
+		e = hash_search(rate_table, &key, HASH_FIND, NULL);
+		if (e != NULL)
+		{
+			for (int s = 0; s < e->nslots; s++)
+				if (e->slots[s].pid != 0 || e->slots[s].at >= now - span_of(q->rate_interval))
+					used += e->slots[s].n;
+		}
+		else if (q->created_at < rate_shared->started_at &&
+				 now <= rate_shared->started_at + span_of(q->rate_interval))
+			used = q->rate_limit_per_group; /* its first window after a start */
+		allow[i] = used >= q->rate_limit_per_group ? 0 :
+			(int) Min(q->rate_limit_per_group - used, (int64) PG_INT32_MAX);
+	}
+	LWLockRelease(rate_shared->lock);
 }
 
 /* The whole queue's reservation handed out n. */

@@ -348,3 +348,77 @@ VACUUM ANALYZE;
 CHECKPOINT;
 EOF2
 }
+
+# measure LABEL FUNC ARGS... -- KINDS...: RUNS runs of "FUNC KIND ARGS..."
+# for each kind, alternating the order of the kinds from run to run so drift
+# in the machine falls on all alike; sets MED[kind] to the median of M.
+declare -A MED
+measure() {
+	local label=$1 fn=$2 args=() kinds=() order k r
+	shift 2
+	while [ "$1" != -- ]; do args+=("$1"); shift; done
+	shift
+	kinds=("$@")
+	declare -A got=()
+	for r in $(seq 1 "$RUNS"); do
+		if [ $((r % 2)) = 1 ]; then order=("${kinds[@]}"); else
+			order=(); for ((k = ${#kinds[@]} - 1; k >= 0; k--)); do order+=("${kinds[k]}"); done
+		fi
+		for k in "${order[@]}"; do
+			"$fn" "$k" "${args[@]}"
+			got[$k]+=" $M"
+			[ "$RUNS" = 1 ] || echo "  run $r/$RUNS $label $k: $(fmt "$M" 3)"
+		done
+	done
+	MED=()
+	for k in "${kinds[@]}"; do MED[$k]=$(median <<<"${got[$k]}"); done
+}
+
+# reset_fair NAME TENANTS N [BODY] [ARGS]: a fresh shared queue (more
+# queue.create arguments in ARGS) holding N messages, each of one of TENANTS
+# tenants at random (0: no group ids)
+reset_fair() {
+	local name=$1 tenants=$2 n=$3 body=${4:-x} args=${5:-} groups=""
+	[ "$tenants" -gt 0 ] && groups=", message_group_ids => ARRAY(SELECT 't' || (1 + floor(random() * $tenants)::int)
+	                                      FROM generate_series(1, f.n))"
+	psql_run <<EOF
+SET client_min_messages = warning;
+SELECT queue.drop('$name', if_exists => true);
+DO \$\$ BEGIN
+	WHILE EXISTS (SELECT FROM queue._reclaim) LOOP
+		IF queue._reclaim_step(100000) = 0 THEN PERFORM pg_sleep(0.01); END IF;
+	END LOOP;
+END \$\$;
+SELECT queue.create('$name', dedicated => false $args);
+SELECT count(*) FROM (SELECT least(1000, $n - g * 1000) AS n FROM generate_series(0, ($n - 1) / 1000) g
+                      WHERE $n > 0) f,
+	LATERAL queue.send_batch('$name', array_fill('$body'::text, ARRAY[f.n]) $groups);
+VACUUM ANALYZE;
+CHECKPOINT;
+EOF
+}
+
+# write_fair_scripts: the fair cycle's pgbench scripts (fair.sh, rate.sh)
+write_fair_scripts() {
+cat >"$SCRIPTS/fair_cycle_b1.sql" <<'EOF'
+-- the standard cycle, batch 1, the message of one of :tenants tenants (0: none)
+\set t random(1, greatest(:tenants, 1))
+SELECT message_id FROM queue.send(:queue, :body::text,
+	message_group_id => CASE WHEN :tenants > 0 THEN 't' || :t END);
+SELECT count(*) AS got, min(receipt) AS receipt FROM queue.receive(:queue) \gset
+\if :got > 0
+SELECT queue.delete(:queue, :receipt);
+\endif
+EOF
+cat >"$SCRIPTS/fair_cycle_bn.sql" <<'EOF'
+-- the standard cycle, batch :batch, each message of one of :tenants tenants (0: none)
+SELECT count(*) FROM queue.send_batch(:queue, array_fill(:body::text, ARRAY[:batch::int]),
+	message_group_ids => CASE WHEN :tenants > 0 THEN ARRAY(SELECT 't' || (1 + floor(random() * :tenants)::int)
+	                                                        FROM generate_series(1, :batch::int)) END);
+SELECT count(*) AS got, array_agg(receipt) AS receipts
+  FROM queue.receive(:queue, max_messages => :batch::int) \gset
+\if :got > 0
+SELECT count(*) FROM queue.delete_batch(:queue, :receipts::text[]);
+\endif
+EOF
+}

@@ -62,6 +62,8 @@
 #     layouts, and PGMQ where installed: consumed/s, receive p50 and p99,
 #     dead tuples, size, index entries per receive, heap blocks and WAL per
 #     message, per phase
+# 12. rate limits (test/bench/rate.sh; RATE=0 skips it): the cycle with a
+#     queue-wide and a per-tenant limit that never binds, against none
 #  4. (not with QUICK=1) the soak: SOAK_MESSAGES messages through a queue
 #     kept near empty (send 10 -> receive 10 -> delete, 4 clients, autovacuum
 #     at its defaults), for the extension and the floor (idx): throughput per
@@ -333,31 +335,6 @@ op_one() {
 	*) die "op_one: no $op for $kind" ;;
 	esac
 	M=$(awk -v t="$TPS" -v b="$b" 'BEGIN { print t * b }')
-}
-
-# measure LABEL FUNC ARGS... -- KINDS...: RUNS runs of "FUNC KIND ARGS..."
-# for each kind, alternating the order of the kinds from run to run so drift
-# in the machine falls on all alike; sets MED[kind] to the median of M.
-declare -A MED
-measure() {
-	local label=$1 fn=$2 args=() kinds=() order k r
-	shift 2
-	while [ "$1" != -- ]; do args+=("$1"); shift; done
-	shift
-	kinds=("$@")
-	declare -A got=()
-	for r in $(seq 1 "$RUNS"); do
-		if [ $((r % 2)) = 1 ]; then order=("${kinds[@]}"); else
-			order=(); for ((k = ${#kinds[@]} - 1; k >= 0; k--)); do order+=("${kinds[k]}"); done
-		fi
-		for k in "${order[@]}"; do
-			"$fn" "$k" "${args[@]}"
-			got[$k]+=" $M"
-			[ "$RUNS" = 1 ] || echo "  run $r/$RUNS $label $k: $(fmt "$M" 3)"
-		done
-	done
-	MED=()
-	for k in "${kinds[@]}"; do MED[$k]=$(median <<<"${got[$k]}"); done
 }
 
 # --- 1. throughput, per synchronous_commit setting ------------------------------
@@ -700,6 +677,13 @@ fi
 if [ "$EXT" = 1 ] && [ "${BLOAT:-1}" = 1 ] && [ "$QUICK" != 1 ]; then
 	# shellcheck source=bloat.sh
 	. "$HERE/bloat.sh"
+fi
+
+# --- 12. rate limits -------------------------------------------------------------------
+
+if [ "$EXT" = 1 ] && [ "${RATE:-1}" = 1 ]; then
+	# shellcheck source=rate.sh
+	. "$HERE/rate.sh"
 fi
 
 # --- summary -------------------------------------------------------------------------

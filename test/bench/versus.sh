@@ -39,7 +39,7 @@ trap 'git -C "$ROOT" worktree remove --force "$WT" 2>/dev/null || true' EXIT
 make -C "$WT" -j2 >/dev/null 2>&1 || { echo "versus: $REV does not build" >&2; exit 1; }
 make -C "$ROOT" -j2 >/dev/null 2>&1
 
-export RUNS=${RUNS:-3} SECS=${SECS:-5} OPS=${OPS:-" "} LP=0 SCALE=0 SOAK=0 TOPICS=0 CONSUMERS=0 MANYQ=0 SQS=${VERSUS_SQS:-0} FAIR=0 CITUS=0 BLOAT=0
+export RUNS=${RUNS:-3} SECS=${SECS:-5} OPS=${OPS:-" "} LP=0 SCALE=0 SOAK=0 TOPICS=0 CONSUMERS=0 MANYQ=0 SQS=${VERSUS_SQS:-0} FAIR=0 CITUS=0 BLOAT=0 RATE=0
 export CLIENTS=${CLIENTS:-8} BATCHES=${BATCHES:-"1 10"} SYNC_COMMITS=${SYNC_COMMITS:-off}
 export FIFO_SYNCS=${FIFO_SYNCS:-off} FIFO_SHAPES=${FIFO_SHAPES:-c8_b10} FIFO_GROUPS=${FIFO_GROUPS:-"100 10000"}
 VERSUS_LAYOUT=${VERSUS_LAYOUT:-}

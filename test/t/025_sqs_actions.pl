@@ -111,5 +111,15 @@ is( $node->safe_psql('postgres', q(
 	"$v->{http_message_id} from http {\"a\": {\"DataType\": \"String\", \"StringValue\": \"b\"}}",
 	'sent over HTTP, received in SQL with SQS\'s attribute shape');
 
+# a queue-wide rate limit holds over the wire, and a parked long poll is
+# answered when the window opens (issue 51)
+$node->safe_psql('postgres', q(
+	SET ROLE sqs_app;
+	SELECT queue.create('act_rate', receive_rate_limit => 2, receive_rate_interval => '2 seconds');
+));
+phase('rate_limit');
+is($node->safe_psql('postgres', q(SELECT rate_limited > 0 FROM queue.stats WHERE queue_name = 'act_rate')),
+	't', 'the held-back receives over HTTP are counted');
+
 $node->stop;
 done_testing();

@@ -7,7 +7,7 @@ Prints one line per check, "ok<TAB>name" or "not ok<TAB>name<TAB>detail",
 and "value<TAB>name<TAB>text" for what the Perl side needs; the Perl test
 turns each check into an assertion.  Phases: main (every action's happy
 path and SQS's errors), from_sql (receive what SQL sent), to_sql (send what
-SQL receives).  MD5s are recomputed here (botocore 1.29 does not check
+SQL receives), rate_limit (a rate limit over the wire).  MD5s are recomputed here (botocore 1.29 does not check
 them).
 """
 import base64
@@ -415,4 +415,22 @@ def to_sql():
     value('http_message_id', r['MessageId'])
 
 
-{'main': main, 'from_sql': from_sql, 'to_sql': to_sql}[PHASE]()
+def rate_limit():
+    # act_rate: made in SQL with receive_rate_limit 2 per 2 seconds
+    q = url('act_rate')
+    sqs.send_message_batch(QueueUrl=q, Entries=[
+        {'Id': str(i), 'MessageBody': 'r%d' % i} for i in range(6)])
+    r = sqs.receive_message(QueueUrl=q, MaxNumberOfMessages=10)
+    check('ReceiveMessage: the queue-wide limit hands out 2 of 6',
+          len(r.get('Messages', [])) == 2, r)
+    r = sqs.receive_message(QueueUrl=q, MaxNumberOfMessages=10)
+    check('ReceiveMessage: then none while the window is closed',
+          len(r.get('Messages', [])) == 0, r)
+    t0 = time.monotonic()
+    r = sqs.receive_message(QueueUrl=q, MaxNumberOfMessages=10, WaitTimeSeconds=10)
+    took = time.monotonic() - t0
+    check('a long poll is answered when the window opens, with its 2',
+          len(r.get('Messages', [])) == 2 and took < 8, (took, r))
+
+
+{'main': main, 'from_sql': from_sql, 'to_sql': to_sql, 'rate_limit': rate_limit}[PHASE]()
