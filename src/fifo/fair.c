@@ -465,6 +465,7 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	int		   *twant = NULL;
 	int		   *tgot = NULL;
 	int		   *tidx = NULL;
+	int			nchosen;
 	Datum	   *groups;
 	Datum	   *quotas;
 	int			ngroups = 0;
@@ -602,13 +603,13 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	 * after).  The lease takes from the spares only what the chosen ones
 	 * did not give (it reads the tenants in this order and stops at the
 	 * batch).  With a cap a spare would have to be locked, and a receive
-	 * in a transaction block would hold it to the end; with a rate limit
-	 * per tenant its share would have to be reserved: none then (the
+	 * in a transaction block would hold it to the end: none then (the
 	 * receive looks again instead, receive.c).  The tenant without a group
 	 * id is read first when chosen, last when a spare.
 	 */
 	qsort(c, ncand, sizeof(Candidate), candidate_lighter_cmp);
-	for (int i = 0, nspare = 0; cap == 0 && !limited && i < ncand && nspare < SPARE_TENANTS; i++)
+	nchosen = ngroups;
+	for (int i = 0, nspare = 0; cap == 0 && i < ncand && nspare < SPARE_TENANTS; i++)
 	{
 		if (c[i].quota > 0 || c[i].out || (c[i].isnull && with_null))
 			continue;
@@ -621,8 +622,22 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 			continue;
 		}
 		groups[ngroups] = c[i].group;
-		quotas[ngroups] = Int32GetDatum(want);
+		quotas[ngroups] = Int32GetDatum(c[i].allow >= 0 ? Min(want, c[i].allow) : want);
 		ngroups++;
+	}
+
+	/*
+	 * Under a limit per tenant a spare's share is reserved too (what its
+	 * window allows, up to the batch), and settled after the lease to what
+	 * it gave, as the chosen ones' are.
+	 */
+	if (limited && ngroups > nchosen)
+	{
+		for (int i = nchosen; i < ngroups; i++)
+			twant[i - nchosen] = DatumGetInt32(quotas[i]);
+		queue_rate_take_tenants(q, ngroups - nchosen, groups + nchosen, twant, tgot, now);
+		for (int i = nchosen; i < ngroups; i++)
+			quotas[i] = Int32GetDatum(tgot[i - nchosen]);
 	}
 
 	args[5] = Int32GetDatum(cap);
