@@ -50,7 +50,8 @@
  * since the server started) and the time a limited receive's window
  * opens, which a waiting receive sleeps until (state/wait.c).
  *
- * Calls: common/ (shared memory, interrupts).
+ * Calls: common/ (shared memory, interrupts), state/views.c (who may see a
+ * queue's count).
  *
  *-------------------------------------------------------------------------
  */
@@ -69,6 +70,7 @@
 
 #include "common/queue_common.h"
 #include "storage/queue_storage.h"
+#include "state/queue_state.h"
 #include "fifo/queue_fifo.h"
 
 PG_FUNCTION_INFO_V1(queue_rate_limited_sql);
@@ -628,7 +630,11 @@ queue_rate_held_back(QueueMeta *q, int64 n)
 	LWLockRelease(rate_shared->lock);
 }
 
-/* queue._rate_limited(queue_id): messages held back since the server started. */
+/*
+ * queue._rate_limited(queue_id): messages held back since the server
+ * started, of a queue the caller may see (42501 otherwise: the stats view
+ * calls it as the reading role, and PUBLIC may call it).
+ */
 Datum
 queue_rate_limited_sql(PG_FUNCTION_ARGS)
 {
@@ -636,6 +642,7 @@ queue_rate_limited_sql(PG_FUNCTION_ARGS)
 	RateEntry  *e;
 	int64		n = 0;
 
+	queue_check_may_see(PG_GETARG_INT64(0));	/* state/views.c */
 	if (rate_shared == NULL)
 		PG_RETURN_INT64(0);
 	memset(&key, 0, sizeof(key));

@@ -444,8 +444,8 @@ GRANT USAGE ON SCHEMA queue_data TO queue_test_nobody;
 SELECT label, pg_temp.as_role('queue_test_nobody', sql) AS nobody_with_usage
 FROM acl_table WHERE label ~ 'messages|dedup|attempts' ORDER BY ord;
 REVOKE USAGE ON SCHEMA queue_data FROM queue_test_nobody;
--- every internal function is closed to other roles, but the two the stats
--- view calls as the reading role
+-- every internal function is closed to other roles, but those the views
+-- call as the reading role (each checks that role may see the queue)
 SELECT p.proname, p.prosecdef AS security_definer
 FROM pg_proc p WHERE p.pronamespace = 'queue'::regnamespace AND p.proname LIKE '\_%'
   AND has_function_privilege('queue_test_nobody', p.oid, 'EXECUTE')

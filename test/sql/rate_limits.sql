@@ -126,7 +126,19 @@ CREATE TEMP TABLE waited AS
 		   clock_timestamp() AS t1;
 SELECT got, t1 - t0 < interval '5 s' AS before_deadline FROM waited;
 
--- 7. Consumers and the SQS endpoint receive through queue.receive: the
+-- 7. queue.stats's count is the reading role's to see: another role sees no
+-- row of the queue, and calling the counter directly is 42501.
+CREATE ROLE rl_other;
+GRANT USAGE ON SCHEMA queue TO rl_other;
+SELECT queue_id AS rl_t_id FROM queue.queues WHERE queue_name = 'rl_t' \gset
+SET ROLE rl_other;
+SELECT count(*) AS rows_seen FROM queue.stats WHERE queue_name = 'rl_t';
+SELECT regexp_replace(pg_temp.err('SELECT queue._rate_limited(' || :rl_t_id || ')'), '[0-9]+$', 'N') AS err;
+RESET ROLE;
+REVOKE USAGE ON SCHEMA queue FROM rl_other;
+DROP ROLE rl_other;
+
+-- 8. Consumers and the SQS endpoint receive through queue.receive: the
 -- limits hold for them alike (TAP 046 runs clients against them).
 SELECT queue.drop(q) FROM unnest(ARRAY['rl_alter', 'rl_alter.fifo', 'rl_same', 'rl_q', 'rl_rb',
 	'rl_t', 'rl_slide', 'rl_wait']) q;

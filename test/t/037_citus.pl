@@ -64,6 +64,10 @@ use IPC::Run;
 use PostgreSQL::Test::Cluster;
 use PostgreSQL::Test::Utils;
 use Test::More;
+
+# the release's version: queue.control's default_version
+my ($version) = PostgreSQL::Test::Utils::slurp_file("$FindBin::RealBin/../../queue.control")
+  =~ /^default_version\s*=\s*'([^']+)'/m;
 use Time::HiRes qw(time);
 use DocTest;
 
@@ -114,7 +118,7 @@ $coord->safe_psql('postgres',
   for ($w1, $w2);
 $coord->safe_psql('postgres', 'CREATE EXTENSION queue');
 is( join(' ', map { $_->safe_psql('postgres', "SELECT extversion FROM pg_extension WHERE extname = 'queue'") } @nodes),
-	'1.10 1.10 1.10',
+	join(' ', ($version) x 3),
 	'CREATE EXTENSION queue on the coordinator reached both workers');
 
 sub on { my ($n, $sql) = @_; return $n->safe_psql('postgres', $sql); }
@@ -638,7 +642,7 @@ is(on($w3, "SELECT extversion FROM pg_extension WHERE extname = 'queue'") . ' '
 	  . on($coord, "SELECT count(*) FROM pg_dist_placement p JOIN pg_dist_node n USING (groupid) "
 		  . "WHERE n.nodeport = " . $w3->port . " AND p.shardid IN (SELECT shardid FROM pg_dist_shard "
 		  . "WHERE logicalrelid = 'queue_citus.placements'::regclass)"),
-	'1.10 0', 'a node added later has the extension and no shard of the anchor');
+	"$version 0", 'a node added later has the extension and no shard of the anchor');
 on($w3, q(
 SET citus.enable_ddl_propagation = off;
 CREATE TABLE handled (body text);
