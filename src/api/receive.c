@@ -540,6 +540,45 @@ receive_try(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 }
 
 /*
+ * receive_try in a subtransaction of its own, rolled back when it
+ * delivered nothing (queue_receive says why), or on an error before the
+ * error goes up.  Apart from queue_receive so its PG_TRY is not nested in
+ * the caller's.
+ */
+static void
+receive_try_subxact(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
+					TimestampTz now, int64 vt, uint64 nonce, int max_messages,
+					bool group_by_group, Received *got)
+{
+	MemoryContext cxt = CurrentMemoryContext;
+	ResourceOwner owner = CurrentResourceOwner;
+
+	BeginInternalSubTransaction(NULL);
+	MemoryContextSwitchTo(cxt);
+	PG_TRY();
+	{
+		receive_try(rsinfo, q, kind, now, vt, nonce, max_messages,
+					group_by_group, got);
+	}
+	PG_CATCH();
+	{
+		MemoryContextSwitchTo(cxt);
+		RollbackAndReleaseCurrentSubTransaction();
+		MemoryContextSwitchTo(cxt);
+		CurrentResourceOwner = owner;
+		PG_RE_THROW();
+	}
+	PG_END_TRY();
+	/* Keep a try that delivered, or moved dead letters. */
+	if (got->n > 0 || got->nmoves > 0)
+		ReleaseCurrentSubTransaction();
+	else
+		RollbackAndReleaseCurrentSubTransaction();
+	MemoryContextSwitchTo(cxt);
+	CurrentResourceOwner = owner;
+}
+
+/*
  * queue.receive(queue_name, max_messages, visibility_timeout, wait,
  *				 receive_attempt_id)
  */
@@ -626,8 +665,6 @@ queue_receive(PG_FUNCTION_ARGS)
 	{
 	for (;;)
 	{
-		MemoryContext cxt = CurrentMemoryContext;
-		ResourceOwner owner = CurrentResourceOwner;
 		uint64		generation = queue_wait_generation(q);
 		int			allowed = max_messages;
 
@@ -659,31 +696,8 @@ queue_receive(PG_FUNCTION_ARGS)
 		if (allowed == 0)
 			;					/* the window is closed: wait for it below */
 		else if (wait > 0)
-		{
-			BeginInternalSubTransaction(NULL);
-			MemoryContextSwitchTo(cxt);
-			PG_TRY();
-			{
-				receive_try(rsinfo, q, kind, now, vt, nonce, allowed,
-							group_by_group, &got);
-			}
-			PG_CATCH();
-			{
-				MemoryContextSwitchTo(cxt);
-				RollbackAndReleaseCurrentSubTransaction();
-				MemoryContextSwitchTo(cxt);
-				CurrentResourceOwner = owner;
-				PG_RE_THROW();
-			}
-			PG_END_TRY();
-			/* Keep a try that delivered, or moved dead letters. */
-			if (got.n > 0 || got.nmoves > 0)
-				ReleaseCurrentSubTransaction();
-			else
-				RollbackAndReleaseCurrentSubTransaction();
-			MemoryContextSwitchTo(cxt);
-			CurrentResourceOwner = owner;
-		}
+			receive_try_subxact(rsinfo, q, kind, now, vt, nonce, allowed,
+								group_by_group, &got);
 		else
 			receive_try(rsinfo, q, kind, now, vt, nonce, allowed,
 						group_by_group, &got);

@@ -23,9 +23,12 @@
  * kept (a tenant's rate may come out a little under it, never over).  The
  * table has queue.rate_limit_keys entries (a postmaster setting, 10,000 by
  * default: about 3 MB): that many tenants (and limited queues) can have
- * messages in their windows at once.  When it is full, a tenant that has
- * no entry is handed nothing until some other window passes (counted as
- * held back); the limit is never given up.
+ * messages in their windows at once.  The queues of one owner hold an
+ * eighth of the table at most (owner_share: 1,250 by default), so one
+ * role's tenants cannot take every other role's room.  When an owner's
+ * share or the table is full, a tenant that has no entry is handed nothing
+ * until some other window passes (counted as held back); the limit is
+ * never given up.
  *
  * A slot counts for the interval and a fiftieth of it more (20 ms at
  * most: span_of), so that the times a client notes a moment after the
@@ -66,6 +69,9 @@
 #include "utils/builtins.h"
 #include "utils/guc.h"
 #include "utils/hsearch.h"
+#include "utils/syscache.h"
+#include "access/htup_details.h"
+#include "catalog/pg_class.h"
 #include "utils/timestamp.h"
 
 #include "common/queue_common.h"
@@ -100,6 +106,7 @@ typedef struct RateSlot
 typedef struct RateEntry
 {
 	RateKey		key;
+	Oid			owner;			/* the queue's owner, whose share it takes */
 	int64		interval;		/* the last one used (the sweep of a full table) */
 	int			nslots;
 	RateSlot	slots[RATE_SLOTS];
@@ -126,8 +133,16 @@ typedef struct RateHold
 
 int			queue_rate_limit_keys = 10000;
 
+/* How many entries the queues of one owner hold (owner_share at most). */
+typedef struct RateOwner
+{
+	Oid			owner;
+	int			n;
+} RateOwner;
+
 static RateShared *rate_shared = NULL;
 static HTAB *rate_table = NULL;
+static HTAB *rate_owners = NULL;
 static RateHold holds[MAX_HOLDS];
 static int	nholds = 0;
 static uint32 next_token = 0;
@@ -139,8 +154,9 @@ static shmem_startup_hook_type prev_shmem_startup_hook = NULL;
 static Size
 rate_size(void)
 {
-	return add_size(MAXALIGN(sizeof(RateShared)),
-					hash_estimate_size(queue_rate_limit_keys, sizeof(RateEntry)));
+	return add_size(add_size(MAXALIGN(sizeof(RateShared)),
+							 hash_estimate_size(queue_rate_limit_keys, sizeof(RateEntry))),
+					hash_estimate_size(queue_rate_limit_keys, sizeof(RateOwner)));
 }
 
 static void
@@ -172,6 +188,11 @@ rate_shmem_startup(void)
 	rate_table = queue_shmem_init_hash("queue rate limit windows",
 									   queue_rate_limit_keys, queue_rate_limit_keys,
 									   &ctl, HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
+	ctl.keysize = sizeof(Oid);
+	ctl.entrysize = sizeof(RateOwner);
+	rate_owners = queue_shmem_init_hash("queue rate limit owners",
+										queue_rate_limit_keys, queue_rate_limit_keys,
+										&ctl, HASH_ELEM | HASH_BLOBS | HASH_FIXED_SIZE);
 	LWLockRelease(AddinShmemInitLock);
 }
 
@@ -218,6 +239,27 @@ tenant_of(Datum group)
 
 	return hash_bytes_extended((const unsigned char *) VARDATA_ANY(t),
 							   VARSIZE_ANY_EXHDR(t), 0x51554555) | 1;
+}
+
+/*
+ * The queue's owner (a shared queue's is in its row, a dedicated one's is
+ * its table's), read before the lock is taken.
+ */
+static Oid
+owner_of(const QueueMeta *q)
+{
+	HeapTuple	tup;
+	Oid			owner = InvalidOid;
+
+	if (OidIsValid(q->owner))
+		return q->owner;
+	tup = SearchSysCache1(RELOID, ObjectIdGetDatum(q->relid));
+	if (HeapTupleIsValid(tup))
+	{
+		owner = ((Form_pg_class) GETSTRUCT(tup))->relowner;
+		ReleaseSysCache(tup);
+	}
+	return owner;
 }
 
 static void
@@ -299,6 +341,27 @@ merge_oldest(RateEntry *e)
 	return true;
 }
 
+/* The most entries the queues of one owner may hold: an eighth of the table. */
+static int
+owner_share(void)
+{
+	return Max(100, queue_rate_limit_keys / 8);
+}
+
+/* Remove e, and its count from its owner's (lock held exclusive). */
+static void
+remove_entry(RateEntry *e)
+{
+	if (e->key.tenant != RATE_COUNTER)
+	{
+		RateOwner  *o = hash_search(rate_owners, &e->owner, HASH_FIND, NULL);
+
+		if (o != NULL && --o->n <= 0)
+			(void) hash_search(rate_owners, &e->owner, HASH_REMOVE, NULL);
+	}
+	(void) hash_search(rate_table, &e->key, HASH_REMOVE, NULL);
+}
+
 /*
  * Remove entries whose windows passed, to make room in a full table (lock
  * held exclusive).  Walks the whole table, so only when it is full.
@@ -315,32 +378,74 @@ sweep_table(TimestampTz now)
 		if (e->key.tenant == RATE_COUNTER)
 			continue;
 		if (window_count(e, now, e->interval) == 0 && e->nslots == 0)
-			(void) hash_search(rate_table, &e->key, HASH_REMOVE, NULL);
+			remove_entry(e);
 	}
 }
 
 /*
  * The entry of key, made if missing (lock held exclusive); NULL when the
- * table is full.  A new window of a queue made before the server started
- * starts closed (the file header).
+ * table is full, or the queues of the queue's owner hold their share of
+ * it (so that one owner's tenants cannot take every other owner's room).
+ * A new window of a queue made before the server started starts closed
+ * (the file header).
  */
 static RateEntry *
-entry_of(const RateKey *key, const QueueMeta *q, int32 limit, int64 interval,
+entry_of(const RateKey *key, const QueueMeta *q, Oid owner, int32 limit, int64 interval,
 		 TimestampTz now)
 {
 	RateEntry  *e;
+	RateOwner  *o = NULL;
 	bool		found;
 
+	e = hash_search(rate_table, key, HASH_FIND, NULL);
+	if (e != NULL)
+	{
+		e->interval = interval;
+		return e;
+	}
+	if (key->tenant != RATE_COUNTER)
+	{
+		o = hash_search(rate_owners, &owner, HASH_ENTER_NULL, &found);
+		if (o == NULL)
+			return NULL;
+		if (!found)
+			o->n = 0;
+		if (o->n >= owner_share())
+		{
+			sweep_table(now);
+			o = hash_search(rate_owners, &owner, HASH_ENTER_NULL, &found);
+			if (o == NULL)
+				return NULL;
+			if (!found)
+				o->n = 0;
+			if (o->n >= owner_share())
+				return NULL;
+		}
+	}
 	e = hash_search(rate_table, key, HASH_ENTER_NULL, &found);
 	if (e == NULL)
 	{
 		sweep_table(now);
 		e = hash_search(rate_table, key, HASH_ENTER_NULL, &found);
 		if (e == NULL)
+		{
+			if (o != NULL && o->n == 0)
+				(void) hash_search(rate_owners, &owner, HASH_REMOVE, NULL);
 			return NULL;
+		}
+		/* the sweep may have removed the owner's row: count it again */
+		if (o != NULL)
+		{
+			o = hash_search(rate_owners, &owner, HASH_ENTER_NULL, &found);
+			if (o != NULL && !found)
+				o->n = 0;
+		}
 	}
 	if (!found)
 	{
+		e->owner = owner;
+		if (o != NULL)
+			o->n++;
 		e->nslots = 0;
 		e->held_back = 0;
 		if (key->tenant != RATE_COUNTER && q->created_at < rate_shared->started_at &&
@@ -376,7 +481,8 @@ settle_at_exit(int code, Datum arg)
  * binds, and then q->rate_opens_at says when it may allow more.
  */
 static int
-take_locked(QueueMeta *q, uint64 tenant, int32 limit, int want, TimestampTz now, bool is_tenant)
+take_locked(QueueMeta *q, Oid owner, uint64 tenant, int32 limit, int want, TimestampTz now,
+			bool is_tenant)
 {
 	RateKey		key;
 	RateEntry  *e;
@@ -389,7 +495,7 @@ take_locked(QueueMeta *q, uint64 tenant, int32 limit, int want, TimestampTz now,
 	if (nholds >= MAX_HOLDS)
 		return 0;				/* a receive holds at most a batch's tenants */
 	make_key(&key, q, tenant);
-	e = entry_of(&key, q, limit, interval, now);
+	e = entry_of(&key, q, owner, limit, interval, now);
 	if (e == NULL)
 	{
 		note_opens(q, now + Min(interval, 1000000) + 1);
@@ -423,7 +529,7 @@ take_locked(QueueMeta *q, uint64 tenant, int32 limit, int want, TimestampTz now,
 		note_opens(q, at != 0 ? at : now + 1000);
 	}
 	if (e->nslots == 0)
-		(void) hash_search(rate_table, &key, HASH_REMOVE, NULL);
+		remove_entry(e);
 	return granted;
 }
 
@@ -444,11 +550,13 @@ int
 queue_rate_take_queue(QueueMeta *q, int want, TimestampTz now)
 {
 	int			granted;
+	Oid			owner;
 
 	if (q->rate_limit <= 0)
 		return want;
+	owner = owner_of(q);
 	take_begin();
-	granted = take_locked(q, RATE_WHOLE_QUEUE, q->rate_limit, want, now, false);
+	granted = take_locked(q, owner, RATE_WHOLE_QUEUE, q->rate_limit, want, now, false);
 	LWLockRelease(rate_shared->lock);
 	return granted;
 }
@@ -461,10 +569,12 @@ void
 queue_rate_take_tenants(QueueMeta *q, int n, const Datum *groups, const int *want,
 						int *granted, TimestampTz now)
 {
+	Oid			owner = owner_of(q);
+
 	take_begin();
 	for (int i = 0; i < n; i++)
 		granted[i] = want[i] <= 0 ? 0 :
-			take_locked(q, tenant_of(groups[i]), q->rate_limit_per_group, want[i], now, true);
+			take_locked(q, owner, tenant_of(groups[i]), q->rate_limit_per_group, want[i], now, true);
 	LWLockRelease(rate_shared->lock);
 }
 
@@ -588,7 +698,7 @@ settle(bool tenants, bool abandon)
 			break;
 		}
 		if (e != NULL && e->nslots == 0)
-			(void) hash_search(rate_table, &h->key, HASH_REMOVE, NULL);
+			remove_entry(e);
 	}
 	nholds = k;
 	LWLockRelease(rate_shared->lock);
@@ -624,7 +734,7 @@ queue_rate_held_back(QueueMeta *q, int64 n)
 		return;
 	make_key(&key, q, RATE_COUNTER);
 	LWLockAcquire(rate_shared->lock, LW_EXCLUSIVE);
-	e = entry_of(&key, q, 0, 0, 0);
+	e = entry_of(&key, q, InvalidOid, 0, 0, 0);
 	if (e != NULL)
 		e->held_back += (uint64) n;
 	LWLockRelease(rate_shared->lock);

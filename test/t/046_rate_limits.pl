@@ -5,8 +5,9 @@
 # note as each message reaches them, no span of 1 s ever hands a tenant
 # more than 50; each limited tenant still gets close to its limit; the
 # messages without a group id are served at full speed meanwhile.  A
-# consumer process keeps a queue-wide limit the same way.  After a restart
-# the window starts closed, then opens.
+# consumer process keeps a queue-wide limit the same way.  One owner's
+# tenants cannot take another owner's room in the shared table.  After a
+# restart the window starts closed, then opens.
 use strict;
 use warnings;
 
@@ -20,6 +21,7 @@ $node->append_conf('postgresql.conf', qq(
 shared_preload_libraries = 'queue'
 queue.sweep_interval = '200ms'
 max_connections = 40
+queue.rate_limit_keys = 800
 ));
 $node->start;
 
@@ -93,6 +95,38 @@ my $cworst = sql(q(SELECT max(n) FROM (SELECT count(*) OVER (ORDER BY t
 	RANGE BETWEEN CURRENT ROW AND '999999 microseconds' FOLLOWING) AS n FROM public.handled) x));
 cmp_ok($cworst, '<=', 20, "no span of 1 s gave the consumer's handler more than 20 ($cworst)");
 sql(q(SELECT queue.drop_consumer('rc_consumer')));
+
+# --- one owner's tenants cannot take another owner's room ---------------------
+# queue.rate_limit_keys = 800: an owner's queues hold 100 windows at most.
+# mallory's queue hands one message to each of 300 tenants within an hour:
+# 100 are served, the rest wait (held back, never over the limit); alice's
+# limited queue, made after, is served as if mallory were not there.
+sql(q(
+CREATE ROLE mallory; CREATE ROLE alice;
+GRANT USAGE ON SCHEMA queue TO mallory, alice;
+GRANT CREATE ON DATABASE postgres TO mallory, alice;
+SET ROLE mallory;
+SELECT queue.create('flood', receive_rate_limit_per_group => 1, receive_rate_interval => '1 hour');
+SELECT count(*) FROM queue.send_batch('flood', ARRAY(SELECT 'f' FROM generate_series(1, 300)),
+	message_group_ids => ARRAY(SELECT 'g' || i FROM generate_series(1, 300) i));
+RESET ROLE;
+SET ROLE alice;
+SELECT queue.create('calm', receive_rate_limit_per_group => 2, receive_rate_interval => '1 hour');
+SELECT count(*) FROM queue.send_batch('calm', ARRAY(SELECT 'c' FROM generate_series(1, 30)),
+	message_group_ids => ARRAY(SELECT 'a' || (i % 10) FROM generate_series(1, 30) i));
+));
+my $flooded = 0;
+for (1 .. 40)
+{
+	$flooded += sql(q(SET ROLE mallory; SELECT count(*) FROM queue.receive('flood', 10, visibility_timeout => '1 hour')));
+}
+is($flooded, 100, "mallory's queue got windows for 100 tenants, its share of the table, and no more");
+my $calm = 0;
+for (1 .. 4)
+{
+	$calm += sql(q(SET ROLE alice; SELECT count(*) FROM queue.receive('calm', 10, visibility_timeout => '1 hour')));
+}
+is($calm, 20, "alice's 10 tenants each got their 2 beside mallory's flood");
 
 # --- after a restart the window starts closed ----------------------------------
 sql(q(
