@@ -145,8 +145,10 @@ is(dumped_rows($out), 12000, 'pg_dump -j at the exported snapshot holds all 12,0
 # the holder's own view: its snapshot's
 is($holder->query_safe("SELECT count(*) FROM queue_data.q$exp"), '12000',
 	'the REPEATABLE READ holder counts 12,000 rows');
-# (queue.stats estimates counts past 10,000: most, not 2,000 as a compaction left)
-is($holder->query_safe("SELECT visible > 11000, in_flight FROM queue.stats WHERE queue_name = 'exp'"), "t|0",
+# (queue.stats estimates counts past 10,000 from a TABLESAMPLE SYSTEM of
+# the table's blocks, whose share of 12,000 varies run by run: CI once saw
+# 11,000 or fewer; what matters is most, not the 2,000 a compaction left)
+is($holder->query_safe("SELECT visible > 6000, in_flight FROM queue.stats WHERE queue_name = 'exp'"), "t|0",
 	'... and queue.stats says they are visible, none in flight');
 is($holder->query_safe("SELECT count(*) FROM queue.peek('exp', 10)"), '10', '... and peek shows messages');
 
