@@ -237,9 +237,10 @@ candidate_pos_cmp(const void *a, const void *b)
 }
 
 /*
- * What each candidate's rate limit allows now (rate.c; -1: none), and a
- * tenant with nothing left is out, as a capped one is.  The tenant without
- * a group id is not limited per tenant.
+ * What each candidate's rate limit allows now (rate.c; -1: none): a
+ * tenant with nothing left (0) gets no share, is no spare and does not
+ * count as idle in the first look, as a capped one.  The tenant without a
+ * group id is not limited per tenant.
  */
 static void
 apply_limits(QueueMeta *q, Candidate *c, int n, TimestampTz now)
@@ -264,8 +265,6 @@ apply_limits(QueueMeta *q, Candidate *c, int n, TimestampTz now)
 		if (c[i].isnull)
 			continue;
 		c[i].allow = allow[k++];
-		if (c[i].allow == 0)
-			c[i].out = true;
 	}
 	pfree(groups);
 	pfree(allow);
@@ -373,7 +372,7 @@ window_candidates(QueueMeta *q, TimestampTz now, int want, Candidate **out)
 	{
 		if (q->max_in_flight > 0 && c[i].in_flight >= q->max_in_flight)
 			c[i].out = true;
-		else if (c[i].in_flight == 0 && !c[i].out)
+		else if (c[i].in_flight == 0 && c[i].allow != 0)
 			idle++;
 	}
 	if (idle < want && nw == FAIR_LOOK(want))
@@ -493,27 +492,15 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	 * With a rate limit per tenant, each is given at most what its window
 	 * allows (apply_limits), and each chosen one's share is reserved below
 	 * (rate.c).  What the limits kept from the batch counts as held back:
-	 * the batch shared as if none were out for its window.
+	 * the batch shared as if no window were closed.
 	 */
 	if (limited)
 	{
-		bool	   *was_out = palloc(ncand * sizeof(bool));
-
 		tgroups = palloc(ncand * sizeof(Datum));
 		twant = palloc(ncand * sizeof(int));
 		tgot = palloc(ncand * sizeof(int));
 		tidx = palloc(ncand * sizeof(int));
-
-		for (int i = 0; i < ncand; i++)
-		{
-			was_out[i] = c[i].out;
-			if (c[i].allow == 0)
-				c[i].out = false;
-		}
 		ideal = share_batch(c, ncand, want, cap, false);
-		for (int i = 0; i < ncand; i++)
-			c[i].out = was_out[i];
-		pfree(was_out);
 	}
 
 	/*
@@ -611,7 +598,7 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	nchosen = ngroups;
 	for (int i = 0, nspare = 0; cap == 0 && i < ncand && nspare < SPARE_TENANTS; i++)
 	{
-		if (c[i].quota > 0 || c[i].out || (c[i].isnull && with_null))
+		if (c[i].quota > 0 || c[i].out || c[i].allow == 0 || (c[i].isnull && with_null))
 			continue;
 		nspare++;
 		if (c[i].isnull)

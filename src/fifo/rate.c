@@ -284,6 +284,25 @@ span_of(int64 interval)
 	return interval + Min(interval / 50, 20000);
 }
 
+/* Whether a slot still counts now: a reservation, or handed out within the span. */
+static bool
+slot_counts(const RateSlot *slot, TimestampTz now, int64 interval)
+{
+	return slot->pid != 0 || slot->at >= now - span_of(interval);
+}
+
+/*
+ * Whether a new window of q starts closed now: q was made before the
+ * server started, and the first interval since has not passed (the file
+ * header).
+ */
+static bool
+starts_closed(const QueueMeta *q, int64 interval, TimestampTz now)
+{
+	return q->created_at < rate_shared->started_at &&
+		now <= rate_shared->started_at + span_of(interval);
+}
+
 /* Drop e's slots past the window (lock held exclusive); what the rest hold. */
 static int64
 window_count(RateEntry *e, TimestampTz now, int64 interval)
@@ -293,7 +312,7 @@ window_count(RateEntry *e, TimestampTz now, int64 interval)
 
 	for (int i = 0; i < e->nslots; i++)
 	{
-		if (e->slots[i].pid == 0 && e->slots[i].at < now - span_of(interval))
+		if (!slot_counts(&e->slots[i], now, interval))
 			continue;
 		e->slots[k++] = e->slots[i];
 		used += e->slots[i].n;
@@ -448,8 +467,7 @@ entry_of(const RateKey *key, const QueueMeta *q, Oid owner, int32 limit, int64 i
 			o->n++;
 		e->nslots = 0;
 		e->held_back = 0;
-		if (key->tenant != RATE_COUNTER && q->created_at < rate_shared->started_at &&
-			now <= rate_shared->started_at + span_of(interval))
+		if (key->tenant != RATE_COUNTER && starts_closed(q, interval, now))
 		{
 			e->slots[0].at = rate_shared->started_at;
 			e->slots[0].n = limit;
@@ -598,11 +616,10 @@ queue_rate_peek_tenants(QueueMeta *q, int n, const Datum *groups, int *allow, Ti
 		if (e != NULL)
 		{
 			for (int s = 0; s < e->nslots; s++)
-				if (e->slots[s].pid != 0 || e->slots[s].at >= now - span_of(q->rate_interval))
+				if (slot_counts(&e->slots[s], now, q->rate_interval))
 					used += e->slots[s].n;
 		}
-		else if (q->created_at < rate_shared->started_at &&
-				 now <= rate_shared->started_at + span_of(q->rate_interval))
+		else if (starts_closed(q, q->rate_interval, now))
 			used = q->rate_limit_per_group; /* its first window after a start */
 		allow[i] = used >= q->rate_limit_per_group ? 0 :
 			(int) Min(q->rate_limit_per_group - used, (int64) PG_INT32_MAX);
