@@ -305,7 +305,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	if (kind == QP_FAIR_RECEIVE)
 	{
 		/* the tenants to take from (fair.c); none may have a message */
-		if (!queue_fair_args(q, now, want, got->n, got->ids, args, nulls))
+		if (!queue_fair_args(q, &now, want, got->n, got->ids, args, nulls))
 		{
 			queue_rate_settle_tenants();
 			*moved = 0;
@@ -313,6 +313,9 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 			got->fair_raced = false;
 			return 0;
 		}
+		/* a rate limit's take moved now: the lease hands out at that time */
+		args[0] = TimestampTzGetDatum(now);
+		args[1] = TimestampTzGetDatum(now + vt);
 	}
 	else if (q->fifo)
 	{
@@ -675,7 +678,7 @@ queue_receive(PG_FUNCTION_ARGS)
 		q->rate_opens_at = 0;
 		if (limited)
 		{
-			allowed = queue_rate_take_queue(q, max_messages, now);
+			allowed = queue_rate_take_queue(q, max_messages, &now);
 			if (allowed < max_messages)
 				held = Max(held, max_messages - allowed);
 		}

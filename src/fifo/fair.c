@@ -446,12 +446,14 @@ all_candidates(QueueMeta *q, TimestampTz now, int want, bool limited, Candidate 
  * lease from (QP_FAIR_TENANTS's candidates, locked as the file header
  * says) and how many of each, for a batch of want, not taking the
  * ndelivered messages this call delivered already.  False when no tenant
- * has a message to give.
+ * has a message to give.  Under a limit per tenant *nowp becomes the time
+ * the shares were taken at (rate.c), at which the lease hands them out.
  */
 bool
-queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
+queue_fair_args(QueueMeta *q, TimestampTz *nowp, int want, int ndelivered,
 				const int64 *delivered, Datum *args, char *nulls)
 {
+	TimestampTz now = *nowp;	/* the look's; a take moves *nowp (rate.c) */
 	int32		cap = q->max_in_flight;
 	int			count_bound = cap > 0 ? cap : IN_FLIGHT_COUNTED;
 	int			ncand;
@@ -528,7 +530,7 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 				tidx[k++] = i;
 			}
 			if (k > 0)
-				queue_rate_take_tenants(q, k, tgroups, twant, tgot, now);
+				queue_rate_take_tenants(q, k, tgroups, twant, tgot, nowp);
 			for (int j = 0; j < k; j++)
 			{
 				Candidate  *t = &c[tidx[j]];
@@ -622,7 +624,7 @@ queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
 	{
 		for (int i = nchosen; i < ngroups; i++)
 			twant[i - nchosen] = DatumGetInt32(quotas[i]);
-		queue_rate_take_tenants(q, ngroups - nchosen, groups + nchosen, twant, tgot, now);
+		queue_rate_take_tenants(q, ngroups - nchosen, groups + nchosen, twant, tgot, nowp);
 		for (int i = nchosen; i < ngroups; i++)
 			quotas[i] = Int32GetDatum(tgot[i - nchosen]);
 	}

@@ -56,9 +56,9 @@ extern void queue_fifo_refresh_groups(QueueMeta *q, int ngroups, Datum *groups);
 extern int	queue_rate_limit_keys;
 extern void queue_rate_init(void);
 extern bool queue_rate_limited(const QueueMeta *q);
-extern int	queue_rate_take_queue(QueueMeta *q, int want, TimestampTz now);
+extern int	queue_rate_take_queue(QueueMeta *q, int want, TimestampTz *now);
 extern void queue_rate_take_tenants(QueueMeta *q, int n, const Datum *groups, const int *want,
-									int *granted, TimestampTz now);
+									int *granted, TimestampTz *now);
 extern void queue_rate_peek_tenants(QueueMeta *q, int n, const Datum *groups, int *allow,
 									TimestampTz now);
 extern void queue_rate_used_queue(int n);
@@ -70,7 +70,7 @@ extern void queue_rate_held_back(QueueMeta *q, int64 n);
 
 /* fair.c */
 extern bool queue_receive_is_fair(QueueMeta *q);
-extern bool queue_fair_args(QueueMeta *q, TimestampTz now, int want, int ndelivered,
+extern bool queue_fair_args(QueueMeta *q, TimestampTz *now, int want, int ndelivered,
 							const int64 *delivered, Datum *args, char *nulls);
 
 #endif							/* QUEUE_FIFO_H */

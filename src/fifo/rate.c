@@ -38,7 +38,12 @@
  * lease: it reserves as many as the window allows (a slot marked with its
  * process and a token), leases at most that many, then settles the slot to
  * what it leased, stamped at the time it settles (after the lease, so no
- * message is handed out later than its slot says).  Meanwhile the
+ * message is handed out later than its slot says).  The time of a take is
+ * read under the lock (locked_clock), and the lease that follows writes
+ * that time as the messages' hand-out time (first_received_at): a receive
+ * that stalls between its look and its take (another one may drop slots
+ * meanwhile) counts the window at the time it hands out, never at an
+ * earlier one whose slots are gone.  Meanwhile the
  * reservation counts in full for every other receive.  An error between
  * the two settles the reservation in full (queue_rate_abandon: the lease
  * may have happened), and so does a process that exits with one open
@@ -117,6 +122,7 @@ typedef struct RateShared
 {
 	LWLock	   *lock;
 	TimestampTz started_at;		/* when this shared memory was made */
+	TimestampTz clock;			/* the latest time read under the lock */
 } RateShared;
 
 /* A reservation of this process, not yet settled. */
@@ -282,6 +288,24 @@ static int64
 span_of(int64 interval)
 {
 	return interval + Min(interval / 50, 20000);
+}
+
+/*
+ * The time now, read under the lock held exclusive, never earlier than a
+ * time read under it before (a clock set back does not reopen a window).
+ * Every take and every settle reads it so: a slot is dropped only at a
+ * time no later than the next take's, which is the hand-out time of what
+ * that take leases (the file header).
+ */
+static TimestampTz
+locked_clock(void)
+{
+	TimestampTz t = GetCurrentTimestamp();
+
+	if (t < rate_shared->clock)
+		t = rate_shared->clock;
+	rate_shared->clock = t;
+	return t;
 }
 
 /* Whether a slot still counts now: a reservation, or handed out within the span. */
@@ -563,9 +587,12 @@ take_begin(void)
 	LWLockAcquire(rate_shared->lock, LW_EXCLUSIVE);
 }
 
-/* The whole queue's share of want (receive.c), before its try. */
+/*
+ * The whole queue's share of want (receive.c), before its try; *now
+ * becomes the time it was taken at, the hand-out time of the try's lease.
+ */
 int
-queue_rate_take_queue(QueueMeta *q, int want, TimestampTz now)
+queue_rate_take_queue(QueueMeta *q, int want, TimestampTz *now)
 {
 	int			granted;
 	Oid			owner;
@@ -574,25 +601,28 @@ queue_rate_take_queue(QueueMeta *q, int want, TimestampTz now)
 		return want;
 	owner = owner_of(q);
 	take_begin();
-	granted = take_locked(q, owner, RATE_WHOLE_QUEUE, q->rate_limit, want, now, false);
+	*now = locked_clock();
+	granted = take_locked(q, owner, RATE_WHOLE_QUEUE, q->rate_limit, want, *now, false);
 	LWLockRelease(rate_shared->lock);
 	return granted;
 }
 
 /*
  * Tenants' shares (fair.c), before the lease, under one hold of the lock:
- * of want[i] for groups[i], granted[i] (a want of 0 takes nothing).
+ * of want[i] for groups[i], granted[i] (a want of 0 takes nothing); *now
+ * becomes the time they were taken at, the hand-out time of the lease.
  */
 void
 queue_rate_take_tenants(QueueMeta *q, int n, const Datum *groups, const int *want,
-						int *granted, TimestampTz now)
+						int *granted, TimestampTz *now)
 {
 	Oid			owner = owner_of(q);
 
 	take_begin();
+	*now = locked_clock();
 	for (int i = 0; i < n; i++)
 		granted[i] = want[i] <= 0 ? 0 :
-			take_locked(q, owner, tenant_of(groups[i]), q->rate_limit_per_group, want[i], now, true);
+			take_locked(q, owner, tenant_of(groups[i]), q->rate_limit_per_group, want[i], *now, true);
 	LWLockRelease(rate_shared->lock);
 }
 
@@ -688,8 +718,8 @@ settle(bool tenants, bool abandon)
 
 	if (nholds == 0 || rate_shared == NULL)
 		return;
-	now = GetCurrentTimestamp();
 	LWLockAcquire(rate_shared->lock, LW_EXCLUSIVE);
+	now = locked_clock();
 	for (int i = 0; i < nholds; i++)
 	{
 		RateHold   *h = &holds[i];
