@@ -63,10 +63,11 @@ queue_receive_window_opens(void)
 bool		queue_receive_one_group = false;
 
 /*
- * queue.message has 11 columns: a receive statement's (RCOL_*,
- * queue_storage.h) up to visible_at, with the receipt as the second.
+ * queue.message has 12 columns: a receive statement's (RCOL_*,
+ * queue_storage.h) up to visible_at, with the receipt as the second, then
+ * priority (1.12; 11 columns before the update).
  */
-#define MESSAGE_NATTS		11
+#define MESSAGE_NATTS		12
 
 /* A row of a FIFO lease with its sort keys (see order_fifo_rows). */
 typedef struct FifoRow
@@ -175,6 +176,15 @@ emit_messages(ReturnSetInfo *rsinfo, QueueMeta *q, SPITupleTable *tt,
 				out++;
 			}
 		}
+		if (rsinfo->setDesc->natts >= MESSAGE_NATTS)
+		{
+			/* a standard queue's message has one; null in the table is 4 */
+			Datum		p = SPI_getbinval(tup, src, RCOL_PRIORITY, &nulls[out]);
+
+			values[out] = Int32GetDatum(nulls[out] ? 4 : (int32) DatumGetInt16(p));
+			nulls[out] = q->fifo;
+			out++;
+		}
 		tuplestore_putvalues(rsinfo->setResult, rsinfo->setDesc, values, nulls);
 	}
 }
@@ -238,6 +248,7 @@ replay_attempt(ReturnSetInfo *rsinfo, QueueMeta *q, text *attempt,
 /* What one receive call has leased so far, across its statements. */
 typedef struct Received
 {
+	bool		by_priority;	/* the queue reads level by level (fifo/priority.c) */
 	int			n;				/* messages delivered */
 	int64	   *ids;
 	Datum	   *visible_ats;
@@ -364,7 +375,8 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	 */
 	PG_TRY();
 	{
-		rc = queue_exec(q, kind, args, nulls, false, 0);
+		rc = queue_exec(q, got->by_priority ? queue_priority_plan(q, kind) : kind,
+						args, nulls, false, 0);
 	}
 	PG_CATCH();
 	{
@@ -388,11 +400,14 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	got->fair_raced = kind == QP_FAIR_RECEIVE && nrows == 0;
 	if (bounded && q->fifo)
 		queue_fifo_heads_raise(q, &ready, now, tt);
-	else if (bounded)
+	else if (bounded && !got->by_priority)
 	{
 		/*
 		 * Nothing ready is left below now when the scan came short, else
-		 * below the latest sent_at it leased (sent_at <= visible_at).
+		 * below the latest sent_at it leased (sent_at <= visible_at).  A
+		 * lease by priority never raises it: a full batch may have left
+		 * older messages of lower levels, and the null ones of level 4
+		 * are looked for among the first visible only.
 		 */
 		TimestampTz to = DT_NOBEGIN;
 
@@ -412,6 +427,8 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	rows = palloc(Max(nrows, 1) * sizeof(uint64));
 	if (kind == QP_FIFO_RECEIVE)
 		order_fifo_rows(tt, nrows);
+	else if (got->by_priority)
+		queue_priority_order_rows(tt, nrows);
 	*moved = 0;
 	got->nmoved_groups = 0;
 
@@ -647,6 +664,7 @@ queue_receive(PG_FUNCTION_ARGS)
 	else
 		kind = q->fifo ? QP_FIFO_RECEIVE : QP_RECEIVE;
 	memset(&got, 0, sizeof(got));
+	got.by_priority = queue_has_priorities(q);
 	got.ids = palloc(max_messages * sizeof(int64));
 	got.visible_ats = palloc(max_messages * sizeof(Datum));
 	got.maxgroups = max_messages;
@@ -771,7 +789,8 @@ queue_peek(PG_FUNCTION_ARGS)
 	q = queue_open(&call, PG_GETARG_TEXT_PP(0), QPRIV_MANAGE);
 	args[0] = TimestampTzGetDatum(GetCurrentTimestamp() - q->retention);
 	args[1] = Int32GetDatum(max_messages);
-	rc = queue_exec(q, q->fifo ? QP_PEEK_FIFO : QP_PEEK, args, NULL, true, 0);
+	rc = queue_exec(q, q->fifo ? QP_PEEK_FIFO :
+					queue_has_priorities(q) ? QP_PEEK_PRIO : QP_PEEK, args, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "queue peek failed: %s", SPI_result_code_string(rc));
 	emit_messages(rsinfo, q, SPI_tuptable, SPI_processed, false, 0, NULL, NULL);

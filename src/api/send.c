@@ -349,6 +349,11 @@ queue_send(PG_FUNCTION_ARGS)
 	b.attrs = &attrs;
 	b.attr_nulls = &anull;
 	b.topic_copy = false;
+	/* priority (1.12 on): fifo/priority.c */
+	if (PG_NARGS() > 6 && !PG_ARGISNULL(6))
+		queue_priority_of_send(q, &b, queue_priority_all(1, PG_GETARG_INT32(6)), "priority");
+	else
+		queue_priority_of_send(q, &b, NULL, "priority");
 	send_general(rsinfo, q, &b, delay, false);
 	queue_close(&call);
 	return (Datum) 0;
@@ -382,8 +387,50 @@ queue_batch_array(FunctionCallInfo fcinfo, int argno, const char *argname, int n
 }
 
 /*
+ * A batch's priorities (1.12 on): priority for every entry, or priorities
+ * one per entry (a null entry: the queue's default), not both.
+ */
+static void
+batch_priorities(FunctionCallInfo fcinfo, QueueMeta *q, SendBatch *b)
+{
+	bool		one = PG_NARGS() > 6 && !PG_ARGISNULL(6);
+	bool		many = PG_NARGS() > 7 && !PG_ARGISNULL(7);
+	int32	   *given;
+	Datum	   *vals;
+	bool	   *nulls;
+	int			m;
+
+	if (one && many)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"priorities\" cannot be given with \"priority\""),
+				 errhint("Give one priority for the batch, or one per message.")));
+	if (one)
+	{
+		queue_priority_of_send(q, b, queue_priority_all(b->n, PG_GETARG_INT32(6)), "priority");
+		return;
+	}
+	if (!many)
+	{
+		queue_priority_of_send(q, b, NULL, "priority");
+		return;
+	}
+	if (queue_array_len(PG_GETARG_ARRAYTYPE_P(7), "priorities", true) != b->n)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"priorities\" must have as many entries as \"bodies\"")));
+	deconstruct_array(PG_GETARG_ARRAYTYPE_P(7), INT4OID, 4, true, TYPALIGN_INT,
+					  &vals, &nulls, &m);
+	given = palloc(b->n * sizeof(int32));
+	for (int i = 0; i < b->n; i++)
+		given[i] = nulls[i] ? QUEUE_PRIORITY_NONE : DatumGetInt32(vals[i]);
+	queue_priority_of_send(q, b, given, "priorities");
+}
+
+/*
  * queue.send_batch(queue_name, bodies text[]|jsonb[], delay,
- *					message_group_ids, deduplication_ids, attributes)
+ *					message_group_ids, deduplication_ids, attributes,
+ *					priority, priorities)
  */
 Datum
 queue_send_batch(PG_FUNCTION_ARGS)
@@ -427,6 +474,7 @@ queue_send_batch(PG_FUNCTION_ARGS)
 		b.bodies[i] = PointerGetDatum(queue_body_text(b.bodies[i], is_jsonb, q, "bodies"));
 		queue_check_message_size(q, b.bodies[i], b.attrs[i], b.attr_nulls[i], "attributes");
 	}
+	batch_priorities(fcinfo, q, &b);
 
 	send_general(rsinfo, q, &b, delay, true);
 	queue_close(&call);

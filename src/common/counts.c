@@ -825,6 +825,29 @@ queue_note_tenants(int64 queue_id, int n, const bool *group_nulls)
 	pending_entry(queue_id)->tenants |= kinds;
 }
 
+/*
+ * Kinds (QUEUE_TENANTS_*, QUEUE_PRIORITIES*) noted in a queue's slot: at
+ * commit with its counts (what a send or a move wrote), or at once (what a
+ * receive found in the table, which is committed).
+ */
+void
+queue_note_kinds(int64 queue_id, uint32 kinds)
+{
+	pending_entry(queue_id)->tenants |= kinds;
+}
+
+void
+queue_set_kinds(int64 queue_id, uint32 kinds)
+{
+	QueueCounterEntry *e;
+
+	if (queue_shared == NULL)
+		return;
+	e = counter_entry(queue_id, true);
+	if (e != NULL)
+		pg_atomic_fetch_or_u32(&e->tenants, kinds);
+}
+
 /* A dropped queue frees its counter slot when the drop commits. */
 void
 queue_forget_counters_at_commit(int64 queue_id)

@@ -147,6 +147,10 @@ typedef struct QueueCounterEntry
 /* What messages a standard queue's sends carried (fair.c), kept per queue. */
 #define QUEUE_TENANTS_GROUPED	0x1 /* a message_group_id */
 #define QUEUE_TENANTS_UNGROUPED 0x2 /* none */
+/* ... and whether a message of a priority but 4 was in it (fifo/priority.c) */
+#define QUEUE_PRIORITIES		0x4
+#define QUEUE_PRIORITIES_CHECKED 0x8	/* the table was read for one */
+#define QUEUE_PRIORITY_NULLS	0x10	/* a send stored a null priority (4) */
 
 /*
  * One slot per database that has (or had) a queue worker: what the worker
@@ -262,6 +266,8 @@ extern void queue_forget_counters(int64 queue_id);
 extern void queue_forget_counters_at_commit(int64 queue_id);
 extern int	queue_tenant_kinds(int64 queue_id);
 extern void queue_note_tenants(int64 queue_id, int n, const bool *group_nulls);
+extern void queue_note_kinds(int64 queue_id, uint32 kinds);
+extern void queue_set_kinds(int64 queue_id, uint32 kinds);
 extern bool queue_counters_read(int64 queue_id, int64 *counts);
 extern void queue_note_arrival(int64 queue_id, int64 n);
 extern int64 queue_arrival_count(int64 queue_id);

@@ -2,11 +2,14 @@
  *
  * queue_fifo.h
  *	  The order and sharing rules of messages: FIFO groups (one in flight at
- *	  a time, in order), deduplication ids, and fair queues' tenant choice.
+ *	  a time, in order), deduplication ids, fair queues' tenant choice,
+ *	  rate limits and priorities.
  *	  Every FIFO and fairness rule lives in this folder.
  *
  * Files of src/fifo/, top to bottom (a file calls only files below it):
  *	  fair.c      fair queues: which tenants a receive takes, caps per tenant
+ *	  priority.c  priorities of a standard queue's messages: what a send
+ *	              stores, whether receives read level by level, their order
  *	  rate.c      rate limits per queue and per tenant: the sliding windows
  *	              in shared memory, reserved before a lease, settled after
  *	  groups.c    FIFO message groups: sender locks, group hashing, the
@@ -22,6 +25,8 @@
  *	  - A group's messages are received in send order, one batch in flight.
  *	  - A deduplication id is claimed at most once per window and scope.
  *	  - No span of receive_rate_interval hands out more than a rate limit.
+ *	  - A standard queue's receive hands out its highest visible priority
+ *	    first (a fair queue's, within each tenant it chose).
  *
  *-------------------------------------------------------------------------
  */
@@ -67,6 +72,16 @@ extern void queue_rate_settle_tenants(void);
 extern void queue_rate_settle_queue(void);
 extern void queue_rate_abandon(void);
 extern void queue_rate_held_back(QueueMeta *q, int64 n);
+
+/* priority.c */
+#define QUEUE_PRIORITY_NONE		PG_INT32_MIN	/* a send's entry without one */
+extern bool queue_has_priorities(QueueMeta *q);
+extern void queue_priority_of_send(QueueMeta *q, SendBatch *b, const int32 *given,
+								   const char *argname);
+extern int32 *queue_priority_all(int n, int32 p);
+extern void queue_priority_moved(int64 dst_id, bool with_priority);
+extern QueuePlanKind queue_priority_plan(QueueMeta *q, QueuePlanKind plain);
+extern void queue_priority_order_rows(SPITupleTable *tt, uint64 nrows);
 
 /* fair.c */
 extern bool queue_receive_is_fair(QueueMeta *q);

@@ -48,6 +48,20 @@ unique_groups(int n, Datum *groups, Datum **out)
 	return queue_sort_unique_texts(*out, m);
 }
 
+/* Whether a move's RETURNING (one boolean column) said true of a row. */
+static bool
+any_true(SPITupleTable *tt, uint64 n)
+{
+	for (uint64 r = 0; r < n; r++)
+	{
+		bool		isnull;
+
+		if (DatumGetBool(SPI_getbinval(tt->vals[r], tt->tupdesc, 1, &isnull)) && !isnull)
+			return true;
+	}
+	return false;
+}
+
 /*
  * Move n messages of q (locked by the caller; on a FIFO queue, their
  * groups too) to q's dead-letter queue.  groups[i] is the group of ids[i]
@@ -62,6 +76,7 @@ queue_dead_letter(QueueMeta *q, int n, const int64 *ids, Datum *groups)
 	Datum		args[6];
 	int			rc;
 	uint64		moved;
+	bool		with_priority;
 
 	if (n == 0)
 		return 0;
@@ -77,9 +92,10 @@ queue_dead_letter(QueueMeta *q, int n, const int64 *ids, Datum *groups)
 	args[4] = Int64GetDatum(q->id);
 	args[5] = Int64GetDatum(dlq->store_id);
 	rc = queue_exec(q, QP_MOVE_TO_DLQ, args, NULL, false, 0);
-	if (rc != SPI_OK_INSERT)
+	if (rc != SPI_OK_INSERT && rc != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "dead-letter move failed: %s", SPI_result_code_string(rc));
 	moved = SPI_processed;
+	with_priority = rc == SPI_OK_INSERT_RETURNING && any_true(SPI_tuptable, moved);
 
 	/* A moved message may be the new head of its dead-letter group. */
 	if (dlq->fifo)
@@ -92,6 +108,7 @@ queue_dead_letter(QueueMeta *q, int n, const int64 *ids, Datum *groups)
 	{
 		queue_count(q->id, QC_DEAD_LETTERED, (int64) moved);
 		queue_note_arrival(dlq->id, (int64) moved);
+		queue_priority_moved(dlq->id, with_priority);	/* they keep their priorities */
 	}
 	return moved;
 }
@@ -245,6 +262,8 @@ redrive_to(QueueMeta *dlq, QueueMeta *dest, int n, int64 *ids, Datum *groups)
 	Datum		values[3];
 	int			rc;
 	uint64		moved;
+	bool		prio = dlq->prio_column && dest->prio_column;	/* kept (1.12 on) */
+	bool		with_priority;
 
 	if (dest->fifo)
 		queue_fifo_lock_senders(dest, ngroups, ugroups);
@@ -255,23 +274,29 @@ redrive_to(QueueMeta *dlq, QueueMeta *dest, int n, int64 *ids, Datum *groups)
 		"WITH mv AS (DELETE FROM %s m"
 		"  WHERE %sm.message_id = ANY ($1) RETURNING m.*)"
 		" INSERT INTO %s (%smessage_id, visible_at, sent_at,"
-		"  sequence_number, message_group_id, deduplication_id, attributes, body)"
+		"  sequence_number, message_group_id, deduplication_id, attributes, body%s)"
 		" SELECT %s CASE WHEN $3 THEN mv.message_id"
 		"  ELSE nextval('queue_data.message_id_seq') END, $2, $2,"
 		"  CASE WHEN $3 THEN mv.message_id END,"
 		"  mv.message_group_id, mv.deduplication_id,"
-		"  nullif(mv.attributes - 'queue.dead_letter', '{}'::jsonb), mv.body"
-		" FROM mv ORDER BY mv.message_id",
+		"  nullif(mv.attributes - 'queue.dead_letter', '{}'::jsonb), mv.body%s"
+		" FROM mv ORDER BY mv.message_id%s",
 		queue_table_name(dlq, 'q'), queue_key_cond(dlq, 'q', "m"),
 		queue_table_name(dest, 'q'), dest->shared ? "store_id, " : "",
-		dest->shared ? psprintf(INT64_FORMAT ",", dest->store_id) : ""),
+		prio ? ", priority" : "",
+		dest->shared ? psprintf(INT64_FORMAT ",", dest->store_id) : "",
+		prio ? ", mv.priority" : "",
+		prio ? " RETURNING priority IS NOT NULL" : ""),
 							   3, types, values, NULL, false, 0);
-	if (rc != SPI_OK_INSERT)
+	if (rc != SPI_OK_INSERT && rc != SPI_OK_INSERT_RETURNING)
 		elog(ERROR, "redrive failed: %s", SPI_result_code_string(rc));
 	moved = SPI_processed;
+	with_priority = rc == SPI_OK_INSERT_RETURNING && any_true(SPI_tuptable, moved);
 	if (dest->fifo)
 		queue_fifo_add_moved_groups(dest, ngroups, ugroups);
 	queue_note_arrival(dest->id, (int64) moved);
+	if (prio)
+		queue_priority_moved(dest->id, with_priority);
 	return moved;
 }
 

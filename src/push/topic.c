@@ -254,6 +254,7 @@ deliver(TopicMeta *t, int n, TopicMessage *pubs, FunctionCallInfo fcinfo,
 			b.attrs[k] = p->attrs;
 			b.attr_nulls[k] = p->attrs_null;
 		}
+		queue_priority_of_send(q, &b, NULL, "priority");	/* the queue's default */
 		queue_send_entries(q, &b, has_delay ? delay : q->delay, true, ids, dup);
 		for (int k = 0; k < b.n; k++)
 			pubs[which[k]].delivered++;

@@ -305,7 +305,8 @@ load_entry(CacheEntry *e, text *name)
 		 * The registry's columns as this database's version has them: 1.3
 		 * added retry_delay, 1.4 the layout and a shared queue's owner and
 		 * grants (before it, every queue is dedicated), 1.6 the cap of a
-		 * tenant's messages in flight, 1.11 the rate limits.  Made again after
+		 * tenant's messages in flight, 1.11 the rate limits, 1.12 the default
+		 * priority.  Made again after
 		 * a change to the registry table (an ALTER EXTENSION UPDATE).
 		 */
 		lookup_queues_relid = get_relname_relid("_queues", nsp);
@@ -323,7 +324,7 @@ load_entry(CacheEntry *e, text *name)
 									" r.content_based_deduplication, r.deduplication_window,"
 									" r.deduplication_scope = 'message_group',"
 									" coalesce(r.max_receive_count, 0), r.dead_letter_queue,"
-									" d.queue_name, %s, %s, %s, %s"
+									" d.queue_name, %s, %s, %s, %s, %s"
 									" FROM queue._queues r"
 									" LEFT JOIN queue._queues d ON d.queue_id = r.dead_letter_queue"
 									" WHERE r.queue_name = $1",
@@ -335,7 +336,9 @@ load_entry(CacheEntry *e, text *name)
 									get_attnum(lookup_queues_relid, "receive_rate_interval") != InvalidAttrNumber ?
 									"coalesce(r.receive_rate_limit, 0), coalesce(r.receive_rate_limit_per_group, 0),"
 									" r.receive_rate_interval, r.created_at" :
-									"0, 0, '1 second'::pg_catalog.interval, r.created_at"),
+									"0, 0, '1 second'::pg_catalog.interval, r.created_at",
+									get_attnum(lookup_queues_relid, "default_priority") != InvalidAttrNumber ?
+									"r.default_priority::pg_catalog.int4" : "4"),
 						   1, argtypes);
 		if (plan == NULL)
 			elog(ERROR, "SPI_prepare failed: %s", SPI_result_code_string(SPI_result));
@@ -400,6 +403,10 @@ load_entry(CacheEntry *e, text *name)
 	if (isnull)
 		e->meta.created_at = 0;
 	e->meta.rate_opens_at = 0;
+	e->meta.default_priority = DatumGetInt32(SPI_getbinval(tup, desc, 28, &isnull));
+	/* 1.12 on; a FIFO queue's table has none */
+	e->meta.prio_column = !e->meta.fifo &&
+		get_attnum(e->meta.relid, "priority") != InvalidAttrNumber;
 	e->meta.dlq_shared = DatumGetBool(SPI_getbinval(tup, desc, 17, &isnull)) && !isnull;
 	e->meta.dlq_fifo = DatumGetBool(SPI_getbinval(tup, desc, 18, &isnull)) && !isnull;
 	if (e->meta.shared)

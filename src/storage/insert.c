@@ -97,7 +97,24 @@ static const ColumnSpec msg_null_columns[] = {
 	{"receipt", INT8OID, true},
 	{"first_received_at", TIMESTAMPTZOID, true},
 	{"source_queue_id", INT8OID, true},
+	{"priority", INT2OID, true},	/* 1.12 on; set when a send gives one */
 };
+
+/* Where a message table's priority column is (0-based); -1: none. */
+static int
+priority_pos(Relation rel)
+{
+	TupleDesc	desc = RelationGetDescr(rel);
+
+	for (int i = 0; i < desc->natts; i++)
+	{
+		Form_pg_attribute att = TupleDescAttr(desc, i);
+
+		if (!att->attisdropped && strcmp(NameStr(att->attname), "priority") == 0)
+			return i;
+	}
+	return -1;
+}
 
 /*
  * Whether the executor would store exactly what is written here in column
@@ -273,8 +290,13 @@ insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 					const int64 *ids, int n, TimestampTz visible_at,
 					TimestampTz sent_at)
 {
-	static const Oid argtypes[9] = {TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID,
-		INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, INT8OID};
+	static const Oid argtypes[10] = {TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID,
+		INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, INT8OID,
+	INT2ARRAYOID};
+	Oid			argtypes_local[9];
+	bool		prio = b->priorities != NULL;
+	Datum	   *prios = palloc(n * sizeof(Datum));
+	bool	   *pnulls = palloc(n * sizeof(bool));
 	int64	   *mids = palloc(n * sizeof(int64));
 	Datum	   *groups = palloc(n * sizeof(Datum));
 	bool	   *gnulls = palloc(n * sizeof(bool));
@@ -285,7 +307,8 @@ insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 	Datum	   *bodies = palloc(n * sizeof(Datum));
 	int			dims[1] = {n};
 	int			lbs[1] = {1};
-	Datum		args[9];
+	Datum		args[10];
+	char		argnulls[10];
 	SqlSendPlan *entry;
 	bool		found;
 	int			k = 0;
@@ -303,6 +326,8 @@ insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 		attrs[k] = b->attrs[i];
 		anulls[k] = b->attr_nulls[i];
 		bodies[k] = b->bodies[i];
+		pnulls[k] = !prio || b->priorities[i] < 0;
+		prios[k] = Int16GetDatum(pnulls[k] ? 0 : b->priorities[i]);
 		k++;
 	}
 	Assert(k == n);
@@ -317,6 +342,11 @@ insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 												 TYPALIGN_INT));
 	args[7] = queue_text_array(n, bodies, NULL);
 	args[8] = Int64GetDatum(q->store_id);
+	memset(argnulls, ' ', sizeof(argnulls));
+	/* the shared table's store id is $9; with priorities they are $10 (or $9) */
+	args[q->shared ? 9 : 8] = PointerGetDatum(construct_md_array(prios, pnulls, 1, dims, lbs,
+																  INT2OID, 2, true,
+																  TYPALIGN_SHORT));
 
 	if (sql_send_plans == NULL)
 	{
@@ -327,9 +357,13 @@ insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 		sql_send_plans = hash_create("queue sends through SQL", 16, &ctl,
 									 HASH_ELEM | HASH_BLOBS);
 	}
-	/* (one plan for all shared queues of a kind: -1 and -2) */
+	/*
+	 * (one plan for all shared queues of a kind: -1 and -2, and -3 with
+	 * priorities; a dedicated queue's: its id, negated below -3 with them)
+	 */
 	entry = hash_search(sql_send_plans,
-						q->shared ? (q->fifo ? &(int64){-2} : &(int64){-1}) : &q->id,
+						q->shared ? (q->fifo ? &(int64){-2} : prio ? &(int64){-3} : &(int64){-1}) :
+						prio ? &(int64){-3 - q->id} : &q->id,
 						HASH_ENTER, &found);
 	if (!found)
 		entry->plan = NULL;
@@ -345,17 +379,22 @@ insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 		appendStringInfo(&sql,
 						 " (message_id, visible_at, sent_at, sequence_number,"
 						 " receive_count, message_group_id, deduplication_id,"
-						 " attributes, body%s)"
+						 " attributes, body%s%s)"
 						 " SELECT u.id, $1, $2, CASE WHEN $3 THEN u.id END, 0,"
-						 " u.g, u.d, u.a, u.b%s"
-						 " FROM unnest($4, $5, $6, $7, $8)"
-						 " AS u(id, g, d, a, b)",
-						 q->shared ? ", store_id" : "", q->shared ? ", $9" : "");
+						 " u.g, u.d, u.a, u.b%s%s"
+						 " FROM unnest($4, $5, $6, $7, $8%s)"
+						 " AS u(id, g, d, a, b%s)",
+						 q->shared ? ", store_id" : "", prio ? ", priority" : "",
+						 q->shared ? ", $9" : "", prio ? ", u.p" : "",
+						 prio ? (q->shared ? ", $10" : ", $9") : "", prio ? ", p" : "");
+		memcpy(argtypes_local, argtypes, 8 * sizeof(Oid));
+		argtypes_local[8] = INT2ARRAYOID;	/* a dedicated queue's $9 */
 		entry->plan = queue_keep_plan(psprintf("INSERT INTO %s", sql.data),
-									  q->shared ? 9 : 8, (Oid *) argtypes);
+									  (q->shared ? 9 : 8) + (prio ? 1 : 0),
+									  q->shared ? (Oid *) argtypes : argtypes_local);
 		pfree(sql.data);
 	}
-	rc = SPI_execute_plan(entry->plan, args, NULL, false, 0);
+	rc = SPI_execute_plan(entry->plan, args, argnulls, false, 0);
 	if (rc < 0)
 		elog(ERROR, "send through SQL into queue id " INT64_FORMAT " failed: %s",
 			 q->id, SPI_result_code_string(rc));
@@ -377,6 +416,7 @@ queue_insert_messages(QueueMeta *q, const SendBatch *b, const bool *skip,
 	WriteTarget t;
 	TupleTableSlot **slots;
 	int			pos[MC_NUM];
+	int			ppos = -1;
 	Oid			seq = InvalidOid;
 	int			n = 0;
 	bool		direct;
@@ -403,6 +443,9 @@ queue_insert_messages(QueueMeta *q, const SendBatch *b, const bool *skip,
 		return;
 	}
 
+	/* priorities (fifo/priority.c): their column, checked there to exist */
+	if (b->priorities != NULL && (ppos = priority_pos(t.rel)) < 0)
+		elog(ERROR, "queue id " INT64_FORMAT " has no priority column", q->id);
 	slots = palloc(n * sizeof(TupleTableSlot *));
 	n = 0;
 	for (int i = 0; i < b->n; i++)
@@ -447,6 +490,11 @@ queue_insert_messages(QueueMeta *q, const SendBatch *b, const bool *skip,
 		{
 			v[pos[MC_DEDUP]] = b->dedups[i];
 			isnull[pos[MC_DEDUP]] = false;
+		}
+		if (ppos >= 0 && b->priorities[i] >= 0)
+		{
+			v[ppos] = Int16GetDatum(b->priorities[i]);
+			isnull[ppos] = false;
 		}
 		if (!b->attr_nulls[i])
 		{

@@ -15,14 +15,7 @@
 #include "catalog/namespace.h"
 #include "catalog/pg_type.h"
 #include "executor/spi.h"
-#include "jit/jit.h"
 #include "lib/stringinfo.h"
-#include "nodes/nodeFuncs.h"
-#include "optimizer/cost.h"
-#include "optimizer/pathnode.h"
-#include "optimizer/plancat.h"
-#include "optimizer/planner.h"
-#include "parser/parsetree.h"
 #include "utils/lsyscache.h"
 #include "utils/memutils.h"
 
@@ -38,7 +31,7 @@ typedef struct PlanSpec
 
 #define MSG_COLUMNS \
 	"message_id, body, attributes, message_group_id, deduplication_id," \
-	" sequence_number, receive_count, sent_at, first_received_at, visible_at"
+	" sequence_number, receive_count, sent_at, first_received_at, visible_at{P}"
 
 /*
  * The lease of a FIFO receive of a queue with a dead-letter queue, after
@@ -69,7 +62,7 @@ typedef struct PlanSpec
 	"  WHERE {S.g}g.message_group_id = l.message_group_id)" \
 	" SELECT * FROM (SELECT u.*, false, c.ord FROM u JOIN c USING (message_id)" \
 	"  UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL," \
-	"   NULL, NULL, NULL, NULL, true, c.ord FROM c WHERE c.receive_count >= $8) z" \
+	"   NULL, NULL, NULL, NULL, NULL, true, c.ord FROM c WHERE c.receive_count >= $8) z" \
 	" ORDER BY ord"
 
 /*
@@ -116,9 +109,103 @@ typedef struct PlanSpec
 	"  CROSS JOIN LATERAL (SELECT m.message_id, m.receive_count FROM {q} m" \
 	"   WHERE {S.m}m.visible_at <= least($1, $14) AND m.sent_at > $4" \
 	"    AND m.message_group_id IS NULL AND m.message_id <> ALL ($12)" \
-	"   ORDER BY m.visible_at, m.message_id" \
+	"   ORDER BY {O}m.visible_at, m.message_id" \
 	"   LIMIT greatest(0, least($10, coalesce($6 - f.n, $10))) FOR UPDATE SKIP LOCKED) x" \
 	"  WHERE " gate
+
+#define FAIR_RECEIVE_SPEC { \
+		"WITH c AS MATERIALIZED (" \
+		"  " FAIR_NULL_LEASE("$9") \
+		"  UNION ALL" \
+		"  SELECT x.message_id, x.receive_count, x.message_group_id" \
+		"  FROM unnest($7, $8) AS t(g, quota)" \
+		"  CROSS JOIN LATERAL (SELECT CASE WHEN $6 IS NULL THEN 0" \
+		"   ELSE " IN_FLIGHT_OF("t.g", "$13") " END AS n) f" \
+		"  CROSS JOIN LATERAL (SELECT m.message_id, m.receive_count, m.message_group_id" \
+		"   FROM {q} m WHERE {S.m}m.message_group_id = t.g AND m.visible_at <= $1" \
+		"    AND m.sent_at > $4 AND m.message_id <> ALL ($12)" \
+		"   ORDER BY m.message_group_id, {O}m.visible_at, m.message_id" \
+		"   LIMIT greatest(0, least(t.quota, coalesce($6 - f.n, t.quota))) FOR UPDATE SKIP LOCKED) x" \
+		"  UNION ALL" \
+		"  " FAIR_NULL_LEASE("$15") \
+		"  LIMIT $5)," \
+		" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3," \
+		"  receive_count = m.receive_count + 1," \
+		"  first_received_at = coalesce(m.first_received_at, $1)" \
+		"  WHERE {S.m}m.message_id = ANY (ARRAY(SELECT message_id FROM c" \
+		"   WHERE $11 = 0 OR receive_count < $11))" \
+		"  RETURNING " MSG_COLUMNS ")" \
+		" SELECT u.*, false FROM u" \
+		" UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL," \
+		"  NULL, NULL, NULL, NULL, NULL, true FROM c WHERE $11 > 0 AND c.receive_count >= $11", \
+		15, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID, \
+			TEXTARRAYOID, INT4ARRAYOID, BOOLOID, INT4OID, INT4OID, INT8ARRAYOID, INT4OID, \
+		TIMESTAMPTZOID, BOOLOID} \
+}
+
+/*
+ * The candidates of a lease of a queue with priorities: each level's
+ * visible messages, 9 first, oldest first within one, read level by level
+ * from the partial index of the prioritised messages (store_id, priority,
+ * visible_at, message_id), each under SKIP LOCKED; the statement's LIMIT
+ * stops the walk at the batch.  Priority 4 is also the messages whose
+ * column is null (sent before the queue had a message of another
+ * priority, or by a send that raced the first: fifo/priority.c): while a
+ * queue may have some (the _NULLS forms), they are looked for first at
+ * level 4 (they are the older), among the first batch + 100 visible
+ * messages of the (visible_at, message_id) index, so the walk stays
+ * bounded; one further back comes when those before it went (never lost,
+ * later than its priority says at worst).
+ * extra: a condition on m; bound: the ready bound's parameter.
+ */
+#define PRIO_LEVEL(levels, extra, bound) \
+	"  SELECT x.* FROM pg_catalog.unnest('" levels "'::pg_catalog.int2[]) AS l(p)" \
+	"  CROSS JOIN LATERAL (SELECT m.message_id, m.receive_count, m.message_group_id FROM {q} m" \
+	"   WHERE {S.m}m.priority = l.p AND m.visible_at <= $1 AND m.visible_at >= " bound \
+	"    AND m.sent_at > $4" extra \
+	"   ORDER BY m.priority, m.visible_at, m.message_id LIMIT $5 FOR UPDATE SKIP LOCKED) x"
+#define PRIO_NULL_LEVEL(extra, bound) \
+	"  SELECT z.* FROM (SELECT m.message_id, m.receive_count, m.message_group_id FROM {q} m" \
+	"   WHERE {S.m}m.message_id = ANY (ARRAY(SELECT w.message_id FROM (" \
+	"     SELECT y.message_id, y.priority FROM {q} y" \
+	"     WHERE {S.y}y.visible_at <= $1 AND y.visible_at >= " bound " AND y.sent_at > $4" \
+	"     ORDER BY y.visible_at, y.message_id LIMIT $5 + 100) w WHERE w.priority IS NULL))" \
+	"    AND m.priority IS NULL AND m.visible_at <= $1 AND m.sent_at > $4" extra \
+	"   ORDER BY m.visible_at, m.message_id FOR UPDATE SKIP LOCKED) z"
+#define PRIO_CANDIDATES(extra, bound) \
+	PRIO_LEVEL("{9,8,7,6,5,4,3,2,1,0}", extra, bound)
+#define PRIO_CANDIDATES_NULLS(extra, bound) \
+	PRIO_LEVEL("{9,8,7,6,5}", extra, bound) \
+	"  UNION ALL" PRIO_NULL_LEVEL(extra, bound) \
+	"  UNION ALL" PRIO_LEVEL("{4,3,2,1,0}", extra, bound)
+
+/* A lease by priority (QP_RECEIVE_PRIO and its _NULLS form). */
+#define RECEIVE_PRIO_SPEC(candidates) { \
+	"WITH c AS MATERIALIZED (" candidates("", "$6") "  LIMIT $5)" \
+	" UPDATE {q} m SET visible_at = $2, receipt = $3," \
+	" receive_count = m.receive_count + 1," \
+	" first_received_at = coalesce(m.first_received_at, $1)" \
+	" WHERE {S.m}m.message_id = ANY (ARRAY(SELECT message_id FROM c))" \
+	" RETURNING " MSG_COLUMNS, \
+	6, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, \
+	TIMESTAMPTZOID} \
+}
+
+/* ... with a dead-letter queue (QP_RECEIVE_DLQ_PRIO and its _NULLS form). */
+#define RECEIVE_DLQ_PRIO_SPEC(candidates) { \
+	"WITH c AS MATERIALIZED (" \
+	candidates(" AND m.message_id <> ALL ($7)", "$8") "  LIMIT $5)," \
+	" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3," \
+	"  receive_count = m.receive_count + 1," \
+	"  first_received_at = coalesce(m.first_received_at, $1)" \
+	"  WHERE {S.m}m.message_id = ANY (ARRAY(SELECT message_id FROM c WHERE receive_count < $6))" \
+	"  RETURNING " MSG_COLUMNS ")" \
+	" SELECT u.*, false FROM u" \
+	" UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL," \
+	"  NULL, NULL, NULL, NULL, NULL, true FROM c WHERE c.receive_count >= $6", \
+	8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID, \
+	INT8ARRAYOID, TIMESTAMPTZOID} \
+}
 
 static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	/*
@@ -385,7 +472,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"  RETURNING " MSG_COLUMNS ")"
 		" SELECT u.*, false FROM u"
 		" UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL,"
-		"  NULL, NULL, NULL, NULL, true FROM c WHERE c.receive_count >= $6",
+		"  NULL, NULL, NULL, NULL, NULL, true FROM c WHERE c.receive_count >= $6",
 		8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID,
 		INT8ARRAYOID, TIMESTAMPTZOID}
 	},
@@ -438,13 +525,13 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"WITH mv AS (DELETE FROM {q} m WHERE {S.m}m.message_id = ANY ($1) RETURNING m.*)"
 		" INSERT INTO {L} ({L,}message_id, visible_at, sent_at, sequence_number,"
 		"  first_received_at, receive_count, message_group_id, deduplication_id,"
-		"  attributes, source_queue_id, body)"
+		"  attributes, source_queue_id, body{C})"
 		" SELECT {L$}mv.message_id, $2, mv.sent_at, CASE WHEN $4 THEN mv.message_id END,"
 		"  mv.first_received_at, mv.receive_count, mv.message_group_id, mv.deduplication_id,"
 		"  coalesce(mv.attributes, '{}') || jsonb_build_object('queue.dead_letter',"
 		"   jsonb_build_object('source_queue', $3::text, 'reason', 'max_receive_count',"
 		"    'receive_count', mv.receive_count, 'moved_at', $2)),"
-		"  $5, mv.body FROM mv ORDER BY mv.message_id",
+		"  $5, mv.body{C} FROM mv ORDER BY mv.message_id{R}",
 		6, {INT8ARRAYOID, TIMESTAMPTZOID, TEXTOID, BOOLOID, INT8OID, INT8OID}
 	},
 
@@ -578,35 +665,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * candidates received $11 times are not leased but returned flagged
 	 * for the caller to move; $12: what this call already delivered.
 	 */
-	[QP_FAIR_RECEIVE] = {
-		"WITH c AS MATERIALIZED ("
-		"  " FAIR_NULL_LEASE("$9")
-		"  UNION ALL"
-		"  SELECT x.message_id, x.receive_count, x.message_group_id"
-		"  FROM unnest($7, $8) AS t(g, quota)"
-		"  CROSS JOIN LATERAL (SELECT CASE WHEN $6 IS NULL THEN 0"
-		"   ELSE " IN_FLIGHT_OF("t.g", "$13") " END AS n) f"
-		"  CROSS JOIN LATERAL (SELECT m.message_id, m.receive_count, m.message_group_id"
-		"   FROM {q} m WHERE {S.m}m.message_group_id = t.g AND m.visible_at <= $1"
-		"    AND m.sent_at > $4 AND m.message_id <> ALL ($12)"
-		"   ORDER BY m.message_group_id, m.visible_at, m.message_id"
-		"   LIMIT greatest(0, least(t.quota, coalesce($6 - f.n, t.quota))) FOR UPDATE SKIP LOCKED) x"
-		"  UNION ALL"
-		"  " FAIR_NULL_LEASE("$15")
-		"  LIMIT $5),"
-		" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3,"
-		"  receive_count = m.receive_count + 1,"
-		"  first_received_at = coalesce(m.first_received_at, $1)"
-		"  WHERE {S.m}m.message_id = ANY (ARRAY(SELECT message_id FROM c"
-		"   WHERE $11 = 0 OR receive_count < $11))"
-		"  RETURNING " MSG_COLUMNS ")"
-		" SELECT u.*, false FROM u"
-		" UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL,"
-		"  NULL, NULL, NULL, NULL, true FROM c WHERE $11 > 0 AND c.receive_count >= $11",
-		15, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID,
-			TEXTARRAYOID, INT4ARRAYOID, BOOLOID, INT4OID, INT4OID, INT8ARRAYOID, INT4OID,
-		TIMESTAMPTZOID, BOOLOID}
-	},
+	[QP_FAIR_RECEIVE] = FAIR_RECEIVE_SPEC,
 
 	/*
 	 * queue.group_stats: per tenant (at most $2 examined) its visible and
@@ -657,6 +716,28 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"SELECT " MSG_COLUMNS " FROM {q} m WHERE {S.m}m.sent_at > $1"
 		" ORDER BY m.visible_at, m.message_id LIMIT $2",
 		2, {TIMESTAMPTZOID, INT4OID}
+	},
+
+	/*
+	 * A queue with priorities (fair.c's queue_has_priorities): the lease,
+	 * the lease with a dead-letter queue and the fair lease read the
+	 * levels in order (PRIO_CANDIDATES; a fair lease sorts each tenant's
+	 * visible messages by priority, {O}); peek shows them in that order.
+	 * Parameters as their plain forms'.
+	 */
+	[QP_RECEIVE_PRIO] = RECEIVE_PRIO_SPEC(PRIO_CANDIDATES),
+	[QP_RECEIVE_PRIO_NULLS] = RECEIVE_PRIO_SPEC(PRIO_CANDIDATES_NULLS),
+	[QP_RECEIVE_DLQ_PRIO] = RECEIVE_DLQ_PRIO_SPEC(PRIO_CANDIDATES),
+	[QP_RECEIVE_DLQ_PRIO_NULLS] = RECEIVE_DLQ_PRIO_SPEC(PRIO_CANDIDATES_NULLS),
+	[QP_FAIR_RECEIVE_PRIO] = FAIR_RECEIVE_SPEC,
+	[QP_PEEK_PRIO] = {
+		"SELECT " MSG_COLUMNS " FROM {q} m WHERE {S.m}m.sent_at > $1"
+		" ORDER BY coalesce(m.priority, 4) DESC, m.visible_at, m.message_id LIMIT $2",
+		2, {TIMESTAMPTZOID, INT4OID}
+	},
+	[QP_PRIO_EXISTS] = {
+		"SELECT EXISTS (SELECT FROM {q} m WHERE {S.m}m.priority IS NOT NULL)",
+		0, {InvalidOid}
 	},
 };
 
@@ -714,14 +795,23 @@ queue_key_cond(const QueueMeta *q, char kind, const char *alias)
  *   {S.x} / {Q.x}    "x.store_id = $S AND " / "x.queue_id = $Q AND " when
  *                    shared, nothing when dedicated;
  *   {S,} {Q,} {L,}   the key column and a comma, for an insert's list;
- *   {S$} {Q$} {L$}   the key's parameter and a comma, for its values.
+ *   {S$} {Q$} {L$}   the key's parameter and a comma, for its values;
+ *   {P}              ", priority", the message's priority column (1.12;
+ *                    a null int2 where the table has none: a FIFO queue's,
+ *                    or one not updated yet);
+ *   {C} {R}          ", priority" (a move copies it), " RETURNING priority
+ *                    IS NOT NULL" (and says whether one had any), where
+ *                    both tables have the column; nothing otherwise;
+ *   {O}              "coalesce(m.priority, 4) DESC, " in QP_FAIR_RECEIVE_PRIO
+ *                    (each tenant's messages by priority), else nothing.
  * $S and $Q are the two parameters after the statement's own (queue_exec
  * binds them), and {L$} is $6 (QP_MOVE_TO_DLQ's).  Only numeric ids ever
  * enter the text.
  */
 static char *
-plan_text(const PlanSpec *spec, const QueueMeta *q, bool dlq_shared, bool dlq_fifo)
+plan_text(QueuePlanKind kind, const QueueMeta *q, bool dlq_shared, bool dlq_fifo)
 {
+	const PlanSpec *spec = &plan_specs[kind];
 	StringInfoData buf;
 	int			s_param = spec->nargs + 1;
 	int			q_param = spec->nargs + 2;
@@ -732,14 +822,25 @@ plan_text(const PlanSpec *spec, const QueueMeta *q, bool dlq_shared, bool dlq_fi
 		const char *close;
 		char		what;
 
-		if (p[0] != '{' || strchr("qgdaLSQ", p[1]) == NULL || p[1] == '\0' ||
+		if (p[0] != '{' || strchr("qgdaLSQPOCR", p[1]) == NULL || p[1] == '\0' ||
 			(close = strchr(p, '}')) == NULL || close - p > 4)
 		{
 			appendStringInfoChar(&buf, *p);
 			continue;
 		}
 		what = p[1];
-		if (close - p == 2)		/* {x}: a table */
+		if (close - p == 2 && what == 'P')	/* {P}: the priority column */
+			appendStringInfoString(&buf, q->prio_column ? ", priority" :
+								   ", NULL::pg_catalog.int2 AS priority");
+		else if (close - p == 2 && what == 'C') /* {C}: the priority a move copies */
+			appendStringInfoString(&buf, q->prio_column && !dlq_fifo ? ", priority" : "");
+		else if (close - p == 2 && what == 'R') /* {R}: whether a move kept one */
+			appendStringInfoString(&buf, q->prio_column && !dlq_fifo ?
+								   " RETURNING priority IS NOT NULL" : "");
+		else if (close - p == 2 && what == 'O') /* {O}: a fair lease's order */
+			appendStringInfoString(&buf, kind == QP_FAIR_RECEIVE_PRIO ?
+								   "coalesce(m.priority, 4) DESC, " : "");
+		else if (close - p == 2)	/* {x}: a table */
 		{
 			if (what == 'L')
 			{
@@ -786,7 +887,7 @@ plan_text(const PlanSpec *spec, const QueueMeta *q, bool dlq_shared, bool dlq_fi
  * The plans of shared queues: one per statement kind and message table
  * (standard, FIFO), whatever the number of queues.
  */
-static SPIPlanPtr shared_plans[2][QP_NUM_PLANS];
+static SPIPlanPtr shared_plans[2][2][QP_NUM_PLANS];	/* [fifo][prio_column] */
 
 static SPIPlanPtr
 prepare_plan(QueuePlanKind kind, const QueueMeta *q, bool dlq_shared, bool dlq_fifo)
@@ -803,7 +904,7 @@ prepare_plan(QueuePlanKind kind, const QueueMeta *q, bool dlq_shared, bool dlq_f
 		types[nargs++] = INT8OID;
 		types[nargs++] = INT8OID;
 	}
-	sql = plan_text(spec, q, dlq_shared, dlq_fifo);
+	sql = plan_text(kind, q, dlq_shared, dlq_fifo);
 	plan = SPI_prepare_cursor(sql, nargs, types, CURSOR_OPT_GENERIC_PLAN);
 	if (plan == NULL)
 		elog(ERROR, "SPI_prepare failed for \"%s\": %s",
@@ -839,7 +940,7 @@ queue_plan(QueueMeta *q, QueuePlanKind kind)
 		slot = &q->plans[kind];
 	}
 	else
-		slot = &shared_plans[q->fifo ? 1 : 0][kind];
+		slot = &shared_plans[q->fifo ? 1 : 0][q->prio_column ? 1 : 0][kind];
 	if (*slot == NULL)
 		*slot = prepare_plan(kind, q, q->dlq_shared, q->dlq_fifo);
 	return *slot;
@@ -896,149 +997,6 @@ queue_exec_snapshot(QueueMeta *q, QueuePlanKind kind, const Datum *args,
 	plan_args(q, kind, args, nulls, all, allnulls);
 	return SPI_execute_snapshot(plan, all, allnulls, snapshot, InvalidSnapshot,
 								read_only, false, count);
-}
-
-/*
- * Plans that never choose a sequential scan.
- *
- * A queue's tables are new and small when its plans are first made (and
- * not yet analyzed, so the planner guesses their size from a few pages);
- * left to itself the planner picks sequential scans and hash joins that
- * are fine for 100 rows and ruinous for 100,000, and the plan is kept.
- * Every statement here has an index to walk whatever the table's size, so
- * generic plans over queue_data tables are made with enable_seqscan off;
- * and with enable_bitmapscan off, since a bitmap scan reads every match
- * before a LIMIT can stop it (a FIFO group may hold millions).  Hash and
- * merge joins and hash aggregates are off too: our statements join and
- * group a batch (at most 1,000 rows) against index scans, where building
- * a hash table costs more per call than the nested loop or sort it
- * replaces (measured on the FIFO receive and delete).
- * Only plans asked for as generic (CURSOR_OPT_GENERIC_PLAN, which our
- * plans are and ad hoc queries are not) are looked at.
- *
- * And every queue_data table is planned as a large one (at least
- * PLAN_AS_ROWS rows; relation_info): a plan is made once and kept, and
- * made again whenever ANALYZE runs, which under a long-held snapshot
- * counts a table of a few hundred live rows among tens of thousands of
- * dead ones.  Planned as small, a shared table's statements chose to read
- * a store's whole key range (Index Cond: store_id = $n) and filter the
- * message ids, rather than one descent per id: a delete of 10 messages
- * then read 16,000 buffers (auto_explain, issue 38).  As large, every
- * statement keeps the narrow index conditions it was written for.
- */
-#define PLAN_AS_ROWS	1000000.0
-
-static planner_hook_type prev_planner_hook = NULL;
-static queue_rel_hook_type prev_relation_info_hook = NULL;
-
-/* queue_data's OID while one of our statements is planned, else InvalidOid */
-static Oid	planning_nsp = InvalidOid;
-
-static void
-relation_info(QUEUE_REL_HOOK_PARAMS)
-{
-	Oid			table = QUEUE_REL_HOOK_RELID;
-
-	if (prev_relation_info_hook)
-		prev_relation_info_hook(QUEUE_REL_HOOK_ARGS);
-	if (OidIsValid(planning_nsp) && OidIsValid(table) && rel->tuples < PLAN_AS_ROWS &&
-		get_rel_namespace(table) == planning_nsp)
-	{
-		ListCell   *lc;
-
-		rel->tuples = PLAN_AS_ROWS;
-		rel->pages = Max(rel->pages, (BlockNumber) (PLAN_AS_ROWS / 50));
-		foreach(lc, rel->indexlist)
-		{
-			IndexOptInfo *index = (IndexOptInfo *) lfirst(lc);
-
-			index->tuples = PLAN_AS_ROWS;
-			index->pages = Max(index->pages, (BlockNumber) (PLAN_AS_ROWS / 200));
-		}
-	}
-}
-
-static bool
-rte_in_queue_data(Node *node, Oid *nsp)
-{
-	if (node == NULL)
-		return false;
-	if (IsA(node, RangeTblEntry))
-	{
-		RangeTblEntry *rte = (RangeTblEntry *) node;
-
-		return rte->rtekind == RTE_RELATION &&
-			get_rel_namespace(rte->relid) == *nsp;
-	}
-	if (IsA(node, Query))
-		return query_tree_walker((Query *) node, rte_in_queue_data, nsp,
-								 QTW_EXAMINE_RTES_BEFORE);
-	return expression_tree_walker(node, rte_in_queue_data, nsp);
-}
-
-static PlannedStmt *
-queue_planner(QUEUE_PLANNER_PARAMS)
-{
-	bool		ours = false;
-	Oid			nsp = InvalidOid;
-	Oid			save_nsp = planning_nsp;
-	bool		save_seqscan = enable_seqscan;
-	bool		save_bitmapscan = enable_bitmapscan;
-	bool		save_hashjoin = enable_hashjoin;
-	bool		save_hashagg = enable_hashagg;
-	bool		save_mergejoin = enable_mergejoin;
-	PlannedStmt *result;
-
-	if ((cursor_options & CURSOR_OPT_GENERIC_PLAN) && enable_seqscan)
-	{
-		nsp = get_namespace_oid("queue_data", true);
-		ours = OidIsValid(nsp) && rte_in_queue_data((Node *) parse, &nsp);
-	}
-	if (ours)
-	{
-		enable_seqscan = false;
-		enable_bitmapscan = false;
-		enable_hashjoin = false;
-		enable_hashagg = false;
-		enable_mergejoin = false;
-	}
-	PG_TRY();
-	{
-		/* a planning nested in this one (a function run to fold it) keeps its own */
-		planning_nsp = ours ? nsp : InvalidOid;
-		if (prev_planner_hook)
-			result = prev_planner_hook(QUEUE_PLANNER_ARGS);
-		else
-			result = standard_planner(QUEUE_PLANNER_ARGS);
-	}
-	PG_FINALLY();
-	{
-		planning_nsp = save_nsp;
-		enable_seqscan = save_seqscan;
-		enable_bitmapscan = save_bitmapscan;
-		enable_hashjoin = save_hashjoin;
-		enable_hashagg = save_hashagg;
-		enable_mergejoin = save_mergejoin;
-	}
-	PG_END_TRY();
-
-	/*
-	 * Nor JIT: a generic plan's estimates over a large table can pass
-	 * jit_above_cost, and compiling costs milliseconds at every execution
-	 * of a statement that runs in well under one.
-	 */
-	if (ours)
-		result->jitFlags = PGJIT_NONE;
-	return result;
-}
-
-void
-queue_planner_hook_init(void)
-{
-	prev_planner_hook = planner_hook;
-	planner_hook = queue_planner;
-	prev_relation_info_hook = queue_rel_hook;
-	queue_rel_hook = relation_info;
 }
 
 /* Forget a queue's plans, when its cache entry is rebuilt. */

@@ -11,6 +11,7 @@
  *	  catalog.c   the per-backend cache of the registry, table lookups, queue locks
  *	  citus.c     a Citus cluster: placement keys, the wrong-node guard, tables Citus manages
  *	  plans.c     the statements of the hot path, prepared once per queue and kept
+ *	  planner.c   how those are planned: generic, index scans, no JIT
  *
  * May call: common/.  Nothing here includes or calls a folder above
  * it (the layers, bottom to top: common, storage, access, state, fifo,
@@ -102,6 +103,13 @@ typedef enum QueuePlanKind
 	QP_FAIR_RECEIVE,			/* ... and its lease */
 	QP_GROUP_STATS,				/* per tenant counts (fair.c) */
 	QP_GROUP_STATS_FIFO,
+	QP_RECEIVE_PRIO,			/* QP_RECEIVE of a queue with priorities */
+	QP_RECEIVE_PRIO_NULLS,		/* ... that may have null ones (fifo/priority.c) */
+	QP_RECEIVE_DLQ_PRIO,		/* QP_RECEIVE_DLQ of one */
+	QP_RECEIVE_DLQ_PRIO_NULLS,
+	QP_FAIR_RECEIVE_PRIO,		/* QP_FAIR_RECEIVE of one */
+	QP_PEEK_PRIO,
+	QP_PRIO_EXISTS,				/* whether a queue has a message of a priority but 4 */
 	QP_NUM_PLANS
 } QueuePlanKind;
 
@@ -150,6 +158,8 @@ typedef struct QueueMeta
 	TimestampTz created_at;		/* a window after a restart starts closed (rate.c) */
 	TimestampTz rate_opens_at;	/* set by a limited receive: when its window opens; 0: none */
 	uint32		tenant_kinds;	/* QUEUE_TENANTS_* this backend saw noted */
+	int32		default_priority;	/* of a message sent without one */
+	bool		prio_column;	/* its message table has priority (1.12 on) */
 	/* a shared queue's owner and grantees (a dedicated one's are its table's) */
 	Oid			owner;
 	int			ngrantees[3];	/* per QueuePriv */
@@ -192,7 +202,8 @@ typedef struct QueueMeta
 #define RCOL_SENT_AT		8
 #define RCOL_FIRST_RECEIVED	9
 #define RCOL_VISIBLE_AT		10
-#define RCOL_DEAD_LETTER	11
+#define RCOL_PRIORITY		11	/* null: 4 (the column's own null, or none) */
+#define RCOL_DEAD_LETTER	12
 
 /* Whether row r of a receive statement's result is to move to the dead-letter queue. */
 static inline bool
@@ -239,6 +250,7 @@ typedef struct SendBatch		/* the entries of a send, as parallel arrays */
 	Datum	   *attrs;
 	bool	   *attr_nulls;
 	bool		topic_copy;		/* deduplicated at a topic: claim no id */
+	int16	   *priorities;		/* as stored, -1: null; NULL: all null (fifo/priority.c) */
 } SendBatch;
 
 /* insert.c */

@@ -378,7 +378,7 @@ measure() {
 # queue.create arguments in ARGS) holding N messages, each of one of TENANTS
 # tenants at random (0: no group ids)
 reset_fair() {
-	local name=$1 tenants=$2 n=$3 body=${4:-x} args=${5:-} groups=""
+	local name=$1 tenants=$2 n=$3 body=${4:-x} args=${5:-} groups="${6:-}"
 	[ "$tenants" -gt 0 ] && groups=", message_group_ids => ARRAY(SELECT 't' || (1 + floor(random() * $tenants)::int)
 	                                      FROM generate_series(1, f.n))"
 	psql_run <<EOF
@@ -408,6 +408,25 @@ SELECT message_id FROM queue.send(:queue, :body::text,
 SELECT count(*) AS got, min(receipt) AS receipt FROM queue.receive(:queue) \gset
 \if :got > 0
 SELECT queue.delete(:queue, :receipt);
+\endif
+EOF
+cat >"$SCRIPTS/prio_cycle_b1.sql" <<'EOF'
+-- the standard cycle, batch 1, the message of priority 3, 4 or 5 (uniform)
+\set p random(3, 5)
+SELECT message_id FROM queue.send(:queue, :body::text, priority => :p);
+SELECT count(*) AS got, min(receipt) AS receipt FROM queue.receive(:queue) \gset
+\if :got > 0
+SELECT queue.delete(:queue, :receipt);
+\endif
+EOF
+cat >"$SCRIPTS/prio_cycle_bn.sql" <<'EOF'
+-- the standard cycle, batch :batch, each message of priority 3, 4 or 5 (uniform)
+SELECT count(*) FROM queue.send_batch(:queue, array_fill(:body::text, ARRAY[:batch::int]),
+	priorities => ARRAY(SELECT 3 + floor(random() * 3)::int FROM generate_series(1, :batch::int)));
+SELECT count(*) AS got, array_agg(receipt) AS receipts
+  FROM queue.receive(:queue, max_messages => :batch::int) \gset
+\if :got > 0
+SELECT count(*) FROM queue.delete_batch(:queue, :receipts::text[]);
 \endif
 EOF
 cat >"$SCRIPTS/fair_cycle_bn.sql" <<'EOF'

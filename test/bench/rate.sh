@@ -9,6 +9,8 @@
 #     a second (reserved and settled on every receive, never binding)
 #  b. RATE_TENANTS tenants: no limit (the fair receive), against
 #     receive_rate_limit_per_group = 1,000,000,000 a second
+#  c. no group ids: no priorities, against priorities 3, 4 and 5 (uniform,
+#     the prefill too), read level by level
 # A queue without limits pays one test per receive; the build before rate
 # limits is compared by test/bench/versus.sh (section 1's cycles).
 # Printed, never asserted.
@@ -27,7 +29,7 @@ if [ -z "${BENCH_DIR:-}" ]; then
 	PREFILL=${PREFILL:-1000}
 fi
 
-echo "== rate limits $(el)"
+echo "== rate limits and priorities $(el)"
 write_fair_scripts
 
 # rate_one KIND B: plain / queue (no group ids), fair / tenant (RATE_TENANTS tenants)
@@ -38,9 +40,16 @@ rate_one() {
 	fair) tenants=$RATE_TENANTS ;;
 	tenant) tenants=$RATE_TENANTS; args=", receive_rate_limit_per_group => 1000000000" ;;
 	esac
-	reset_fair bench_rate "$tenants" "$PREFILL" x "$args"
-	pgb "$(script fair cycle "$b")" "$RATE_CLIENTS" "$RATE_SYNC" "-T $RATE_SECS" -D queue=bench_rate \
-		-D batch="$b" -D tenants="$tenants"
+	if [ "$kind" = prio ]; then
+		reset_fair bench_rate 0 "$PREFILL" x "" \
+			", priorities => ARRAY(SELECT 3 + floor(random() * 3)::int FROM generate_series(1, f.n))"
+		pgb "$(script prio cycle "$b")" "$RATE_CLIENTS" "$RATE_SYNC" "-T $RATE_SECS" -D queue=bench_rate \
+			-D batch="$b"
+	else
+		reset_fair bench_rate "$tenants" "$PREFILL" x "$args"
+		pgb "$(script fair cycle "$b")" "$RATE_CLIENTS" "$RATE_SYNC" "-T $RATE_SECS" -D queue=bench_rate \
+			-D batch="$b" -D tenants="$tenants"
+	fi
 	read -r s r d <<<"$(counters bench_rate)"
 	M=$(awk -v d="$d" -v s="$DUR" 'BEGIN { print (s > 0 ? d / s : 0) }')
 	check "rate cycle $kind c$RATE_CLIENTS b$b: received - deleted" "$((r - d))" 0
@@ -53,6 +62,10 @@ for b in 1 10; do
 	result "rate_cycle_plain_b${b}_$RATE_SYNC" "${MED[plain]}" msgs/s 0 -
 	result "rate_cycle_queue_limit_b${b}_$RATE_SYNC" "${MED[queue]}" msgs/s 0 - \
 		"vs_plain=$(ratio "${MED[queue]}" "${MED[plain]}")"
+	measure "priority cycle b$b" rate_one "$b" -- plain prio
+	result "priority_cycle_plain_b${b}_$RATE_SYNC" "${MED[plain]}" msgs/s 0 -
+	result "priority_cycle_3_levels_b${b}_$RATE_SYNC" "${MED[prio]}" msgs/s 0 - \
+		"vs_plain=$(ratio "${MED[prio]}" "${MED[plain]}")"
 	measure "rate cycle t$RATE_TENANTS b$b" rate_one "$b" -- fair tenant
 	result "rate_cycle_t${RATE_TENANTS}_b${b}_$RATE_SYNC" "${MED[fair]}" msgs/s 0 -
 	result "rate_cycle_t${RATE_TENANTS}_tenant_limit_b${b}_$RATE_SYNC" "${MED[tenant]}" msgs/s 0 - \

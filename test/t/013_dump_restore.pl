@@ -78,6 +78,11 @@ SELECT count(*) FROM queue.send_batch('tenants', ARRAY['t1', 't2', 't3', 't4'],
 $src->safe_psql('shop', q(
 SELECT queue.create('news_q', receive_rate_limit => 40, receive_rate_limit_per_group => 4,
 	receive_rate_interval => '90 seconds');
+-- priorities (1.12): a default of 6, messages of 2, 9 and the default
+SELECT queue.create('ranked', default_priority => 6);
+SELECT count(*) FROM queue.send('ranked', 'r2', priority => 2);
+SELECT count(*) FROM queue.send('ranked', 'r9', priority => 9);
+SELECT count(*) FROM queue.send('ranked', 'r6');
 SELECT queue.create('news.fifo', fifo => true);
 SELECT queue.create_topic('news', tags => '{"team": "shop"}');
 SELECT queue.create_topic('news_ordered', fifo => true);
@@ -342,7 +347,13 @@ dq("SELECT queue.alter('orders', visibility_timeout => '2 minutes')");
 dq("SELECT queue.grant('orders', 'app_sender', '{receive}')");
 dq("SELECT queue.revoke('orders', 'app_sender', '{receive}')");
 dq("SELECT queue.purge('after_restore')");
-is(dq("SELECT count(*) FROM queue.stats WHERE visible IS NOT NULL"), '8', 'stats reads every queue');
+is(dq("SELECT count(*) FROM queue.stats WHERE visible IS NOT NULL"), '9', 'stats reads every queue');
+is(dq("SELECT default_priority FROM queue.queues WHERE queue_name = 'ranked'"), '6',
+	'priorities (1.12): the default is restored');
+is(dq("SELECT string_agg(body || ':' || priority, ' ') FROM queue.peek('ranked')"), 'r9:9 r6:6 r2:2',
+	'priorities: each message keeps its own');
+is(dq("SELECT string_agg(body, ' ') FROM queue.receive('ranked', 1)"), 'r9',
+	'priorities: the restored copy serves the highest first');
 is(dq("SELECT max_in_flight_per_group FROM queue.queues WHERE queue_name = 'tenants'"), '2',
 	'fair: the cap is restored');
 is(dq("SELECT receive_rate_limit || ' ' || receive_rate_limit_per_group || ' ' || receive_rate_interval"

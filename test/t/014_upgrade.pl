@@ -510,14 +510,39 @@ SELECT receive_rate_limit IS NULL FROM queue.queues WHERE queue_name = 'up_std';
 my ($rc11, $out11, $err11) = $node->psql('old', "SELECT queue.alter('up_std', receive_rate_limit => -1)");
 like($err11, qr/argument "receive_rate_limit" must be between 1 and 1000000000/, '1.11: a bad limit is 22023 naming it');
 
+# 1.11 -> 1.12: priorities (issue 51).  The messages of the queues made
+# before keep their order and are priority 4 (null in their column); a
+# prioritised message sent after the update comes before them, a lower one
+# after, on a queue made at 1.0 (a dedicated table, given the column here).
+sql(q(SELECT queue.purge('up_std')));
+sql(q(SELECT count(*) FROM queue.send_batch('up_std', ARRAY['old1', 'old2'])));
+$before_peek = sql($peek);
+sql("ALTER EXTENSION queue UPDATE TO '1.12'");
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.12', 'updated to 1.12');
+is(sql($peek), $before_peek, '1.12: every message unchanged, in delivery order');
+is(sql(q(SELECT count(*) FILTER (WHERE default_priority = 4) = count(*) FROM queue.queues)), 't',
+	'1.12: every queue made before has the default priority 4');
+is(sql(q(SELECT string_agg(DISTINCT coalesce(priority::text, 'null'), ',')
+	FROM queue.peek('up_std', 100))), '4', '1.12: its messages show priority 4');
+is(sql(q(
+SELECT count(*) FROM queue.send('up_std', 'new9', priority => 9);
+SELECT count(*) FROM queue.send('up_std', 'new0', priority => 0);
+SELECT string_agg(body || ':' || priority, ' ' ORDER BY o)
+FROM queue.receive('up_std', 10) WITH ORDINALITY AS r(message_id, receipt, body, attributes,
+	message_group_id, deduplication_id, sequence_number, receive_count, sent_at,
+	first_received_at, visible_at, priority, o);
+)), "1\n1\nnew9:9 old1:4 old2:4 new0:0", '1.12: a queue made at 1.0 serves by priority, its old messages at 4');
+my ($rc12, $out12, $err12) = $node->psql('old', "SELECT queue.send('up_std', 'x', priority => 10)");
+like($err12, qr/argument "priority" must be between 0 and 9/, '1.12: a bad priority is 22023 naming it');
+
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
 $node->safe_psql('fresh', q(
 CREATE EXTENSION queue;
 GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
 ));
-is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.11',
-	'a fresh install is 1.11');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.12',
+	'a fresh install is 1.12');
 is($node->safe_psql('fresh', $key_stats), sql($key_stats), '... with the same key statistics as the upgraded one');
 sub schema_dump
 {
@@ -570,7 +595,7 @@ like($err, qr/schema "queue" is owned by role "up_squatter", who is not a superu
 is($node->safe_psql('squatted', "SELECT count(*) FROM pg_extension WHERE extname = 'queue'"), '0',
 	'and installs nothing');
 $node->safe_psql('squatted', 'DROP SCHEMA queue; CREATE SCHEMA queue; CREATE EXTENSION queue');
-is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.11',
+is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.12',
 	'a schema queue that a superuser made is used');
 
 $node->stop;

@@ -121,5 +121,17 @@ phase('rate_limit');
 is($node->safe_psql('postgres', q(SELECT rate_limited > 0 FROM queue.stats WHERE queue_name = 'act_rate')),
 	't', 'the held-back receives over HTTP are counted');
 
+# priorities (issue 51): not carried over the wire; a message sent over
+# HTTP takes the queue's default, and ReceiveMessage hands out by priority
+$node->safe_psql('postgres', q(
+	SET ROLE sqs_app;
+	SELECT queue.create('act_prio', default_priority => 6);
+	SELECT count(*) FROM queue.send('act_prio', 'sql-1', priority => 1);
+	SELECT count(*) FROM queue.send('act_prio', 'sql-9', priority => 9);
+));
+phase('priority');
+is($node->safe_psql('postgres', q(SELECT count(*) FROM queue.peek('act_prio'))), '4',
+	'the four are in flight, none lost');
+
 $node->stop;
 done_testing();

@@ -433,4 +433,19 @@ def rate_limit():
           len(r.get('Messages', [])) == 2 and took < 8, (took, r))
 
 
-{'main': main, 'from_sql': from_sql, 'to_sql': to_sql, 'rate_limit': rate_limit}[PHASE]()
+def priority():
+    # act_prio: one message sent in SQL at priority 1, then one at 9, then
+    # two over HTTP (the queue's default_priority, 6)
+    q = url('act_prio')
+    sqs.send_message_batch(QueueUrl=q, Entries=[
+        {'Id': 'a', 'MessageBody': 'http-a'}, {'Id': 'b', 'MessageBody': 'http-b'}])
+    got = []
+    for _ in range(4):
+        r = sqs.receive_message(QueueUrl=q, MaxNumberOfMessages=1)
+        got += [m['Body'] for m in r.get('Messages', [])]
+    check('ReceiveMessage hands out by priority, the default for what came over HTTP',
+          got == ['sql-9', 'http-a', 'http-b', 'sql-1'], got)
+
+
+{'main': main, 'from_sql': from_sql, 'to_sql': to_sql, 'rate_limit': rate_limit,
+ 'priority': priority}[PHASE]()

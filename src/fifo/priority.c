@@ -1,0 +1,262 @@
+/*-------------------------------------------------------------------------
+ *
+ * priority.c
+ *	  Priorities of a standard queue's messages (DESIGN.md "Rate limits and
+ *	  priorities"): 0 to 9, 9 served first, oldest first within one; a
+ *	  send without one takes the queue's default_priority.
+ *
+ * Storage.  A message's priority is its row's priority column (1.12), with
+ * one exception that keeps a queue that never uses priorities as fast as
+ * before: priority 4 is stored as null until the queue has had a message
+ * of another priority.  Only non-null rows are in the partial index the
+ * levels are read from (plans.c's PRIO_CANDIDATES), so such a queue pays
+ * nothing: no index entry, the plain lease.  Once a message of another
+ * priority was sent (or moved) into the queue, its counter slot says so
+ * (QUEUE_PRIORITIES, noted at commit) and every receive reads level by
+ * level; sends from then on store 4 as 4.  The slot is saved at a clean
+ * shutdown; a slot that does not know (a new one, after a crash) is
+ * settled by one look at the partial index (QP_PRIO_EXISTS).
+ *
+ * A null row sent before the queue's first priority (or by a send that
+ * raced it, or moved in) is priority 4 too.  Every send that stores a null
+ * notes so in the slot (QUEUE_PRIORITY_NULLS, at commit; assumed after a
+ * crash): while it is set, a receive looks for them first at level 4,
+ * within the first batch + 100 visible messages (plans.c's _NULLS forms),
+ * so a queue that used priorities from its first message never pays that
+ * look.  The note is never taken back (a queue that had nulls keeps
+ * looking, bounded); one beyond the first 100 waits for those before it.
+ *
+ * FIFO queues refuse priorities (22023): a FIFO queue's order is each
+ * message group's send order, which a priority would contradict; a
+ * default_priority other than 4 is refused too.  Their messages show a
+ * null priority.
+ *
+ * Delays, visibility timeouts, retries, dead letters and redrive keep a
+ * message's priority: it is a column of the row, copied by every move
+ * (lease/deadletter.c, the layout move of sql/queue--1.11--1.12.sql).
+ *
+ * Calls: storage/ (the statements), common/ (the counter slot's kinds).
+ *
+ *-------------------------------------------------------------------------
+ */
+#include "postgres.h"
+
+#include "executor/spi.h"
+
+#include "common/queue_common.h"
+#include "storage/queue_storage.h"
+#include "fifo/queue_fifo.h"
+
+#define PRIORITY_MAX		9
+#define PRIORITY_DEFAULT	4
+
+/* 22023 unless p is 0 to 9 on a standard queue; argname names the argument. */
+static void
+check_priority(const QueueMeta *q, int32 p, const char *argname)
+{
+	if (p < 0 || p > PRIORITY_MAX)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" must be between 0 and 9", argname)));
+	if (q->fifo)
+		ereport(ERROR,
+				(errcode(ERRCODE_INVALID_PARAMETER_VALUE),
+				 errmsg("argument \"%s\" is for standard queues", argname),
+				 errdetail("A FIFO queue delivers each message group in the order it was sent.")));
+}
+
+/*
+ * Whether q's receives read by priority: it is a standard queue that has
+ * had a message of a priority other than 4 (the file header).
+ */
+bool
+queue_has_priorities(QueueMeta *q)
+{
+	int			kinds;
+	bool		isnull;
+	bool		found;
+
+	if (q->fifo || !q->prio_column)
+		return false;
+	if (q->tenant_kinds & QUEUE_PRIORITIES)
+		return true;			/* never unset while the queue lives */
+	kinds = queue_tenant_kinds(q->id);
+	if (kinds >= 0)
+	{
+		q->tenant_kinds |= (uint32) kinds & QUEUE_PRIORITIES;
+		if (kinds & QUEUE_PRIORITIES)
+			return true;
+		if (kinds & QUEUE_PRIORITIES_CHECKED)
+			return false;
+	}
+	/* not known: look (a send's note, at its commit, may come meanwhile: both OR) */
+	if (queue_exec(q, QP_PRIO_EXISTS, NULL, NULL, true, 1) != SPI_OK_SELECT ||
+		SPI_processed != 1)
+		elog(ERROR, "queue priority look failed");
+	found = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
+	/* (after a crash nobody knows whether a null one is left: assume so) */
+	queue_set_kinds(q->id, QUEUE_PRIORITIES_CHECKED |
+					(found ? QUEUE_PRIORITIES | QUEUE_PRIORITY_NULLS : 0));
+	if (found)
+		q->tenant_kinds |= QUEUE_PRIORITIES;
+	return found;
+}
+
+/*
+ * The priorities of a send's n entries as stored (b->priorities, or NULL
+ * when every one is null): given[i] is an entry's priority,
+ * QUEUE_PRIORITY_NONE for none (the queue's default), checked here
+ * (argname names the argument); given NULL: none for all.
+ */
+void
+queue_priority_of_send(QueueMeta *q, SendBatch *b, const int32 *given, const char *argname)
+{
+	bool		any_other = false;
+	bool		any_stored = false;
+	bool		any_null = false;
+	bool		known = false;
+	bool		mode = false;
+	int16	   *stored = palloc(b->n * sizeof(int16));
+
+	for (int i = 0; i < b->n; i++)
+	{
+		int32		p = given != NULL ? given[i] : QUEUE_PRIORITY_NONE;
+
+		if (p != QUEUE_PRIORITY_NONE)
+			check_priority(q, p, argname);
+		else
+			p = q->default_priority;
+		if (p != PRIORITY_DEFAULT)
+			any_other = true;
+		else if (!known)
+		{
+			/*
+			 * 4 is stored as 4 once the queue reads by priority, as its slot
+			 * says (no look at the table: a null is found at level 4 too)
+			 */
+			mode = (q->tenant_kinds & QUEUE_PRIORITIES) != 0;
+			if (!mode && !q->fifo && q->prio_column)
+			{
+				int			kinds = queue_tenant_kinds(q->id);
+
+				mode = kinds >= 0 && (kinds & QUEUE_PRIORITIES);
+				if (mode)
+					q->tenant_kinds |= QUEUE_PRIORITIES;
+			}
+			known = true;
+		}
+		stored[i] = (p == PRIORITY_DEFAULT && !mode) ? -1 : (int16) p;
+		if (stored[i] >= 0)
+			any_stored = true;
+		else
+			any_null = true;
+	}
+	b->priorities = any_stored ? stored : NULL;
+	if (any_stored && !q->prio_column)
+		ereport(ERROR,
+				(errcode(ERRCODE_OBJECT_NOT_IN_PREREQUISITE_STATE),
+				 errmsg("queue \"%s\" has no priorities before the extension's update to 1.12",
+						q->name),
+				 errhint("Run ALTER EXTENSION queue UPDATE.")));
+	if (!q->fifo && (any_other || any_null))
+		queue_note_kinds(q->id, (any_other ? QUEUE_PRIORITIES : 0) |
+						 (any_null ? QUEUE_PRIORITY_NULLS : 0));
+}
+
+/*
+ * The statement of a receive of kind plain (QP_RECEIVE, QP_RECEIVE_DLQ,
+ * QP_FAIR_RECEIVE) on q, which reads by priority (queue_has_priorities):
+ * the form that also looks for null priorities while q may have some.
+ */
+QueuePlanKind
+queue_priority_plan(QueueMeta *q, QueuePlanKind plain)
+{
+	bool		nulls = (q->tenant_kinds & QUEUE_PRIORITY_NULLS) != 0;
+
+	if (plain == QP_FAIR_RECEIVE)
+		return QP_FAIR_RECEIVE_PRIO;	/* sorts each tenant's by coalesce() */
+	if (!nulls)
+	{
+		int			kinds = queue_tenant_kinds(q->id);
+
+		nulls = kinds < 0 || (kinds & QUEUE_PRIORITY_NULLS);
+		if (nulls)
+			q->tenant_kinds |= QUEUE_PRIORITY_NULLS;	/* never unset */
+	}
+	if (plain == QP_RECEIVE_DLQ)
+		return nulls ? QP_RECEIVE_DLQ_PRIO_NULLS : QP_RECEIVE_DLQ_PRIO;
+	return nulls ? QP_RECEIVE_PRIO_NULLS : QP_RECEIVE_PRIO;
+}
+
+/* One of the sends' argument forms: a single priority for every entry. */
+int32 *
+queue_priority_all(int n, int32 p)
+{
+	int32	   *given = palloc(n * sizeof(int32));
+
+	for (int i = 0; i < n; i++)
+		given[i] = p;
+	return given;
+}
+
+/*
+ * Messages were moved into the queue dst_id (a dead-letter move, a
+ * redrive), with_priority when one of them has a priority of its own: they
+ * keep it, so dst reads by priority from then on; a null one (4) may be
+ * among them, so dst looks for those too.  Nothing is read here: a move
+ * runs inside receives, the worker's sweeps and transaction ends.
+ */
+void
+queue_priority_moved(int64 dst_id, bool with_priority)
+{
+	queue_note_kinds(dst_id, QUEUE_PRIORITY_NULLS | (with_priority ? QUEUE_PRIORITIES : 0));
+}
+
+/* Sort key of a leased row: priority (null: 4) down, then message id up. */
+typedef struct PrioRow
+{
+	HeapTuple	tup;
+	int32		prio;
+	int64		id;
+} PrioRow;
+
+static int
+prio_row_cmp(const void *a, const void *b)
+{
+	const PrioRow *x = a;
+	const PrioRow *y = b;
+
+	if (x->prio != y->prio)
+		return x->prio > y->prio ? -1 : 1;
+	return x->id < y->id ? -1 : (x->id > y->id ? 1 : 0);
+}
+
+/*
+ * A lease by priority returns its rows in no order: put them in the order
+ * they were chosen in, highest priority first, oldest (lowest id) first
+ * within one.
+ */
+void
+queue_priority_order_rows(SPITupleTable *tt, uint64 nrows)
+{
+	PrioRow    *rows;
+
+	if (nrows < 2)
+		return;
+	rows = palloc(nrows * sizeof(PrioRow));
+	for (uint64 r = 0; r < nrows; r++)
+	{
+		bool		isnull;
+		Datum		d;
+
+		rows[r].tup = tt->vals[r];
+		d = SPI_getbinval(tt->vals[r], tt->tupdesc, RCOL_PRIORITY, &isnull);
+		rows[r].prio = isnull ? PRIORITY_DEFAULT : DatumGetInt16(d);
+		d = SPI_getbinval(tt->vals[r], tt->tupdesc, RCOL_MESSAGE_ID, &isnull);
+		rows[r].id = DatumGetInt64(d);
+	}
+	qsort(rows, nrows, sizeof(PrioRow), prio_row_cmp);
+	for (uint64 r = 0; r < nrows; r++)
+		tt->vals[r] = rows[r].tup;
+	pfree(rows);
+}
