@@ -118,6 +118,22 @@ queue_priority_of_send(QueueMeta *q, SendBatch *b, const int32 *given, const cha
 	bool		mode = false;
 	int16	   *stored = palloc(b->n * sizeof(int16));
 
+	/* a send that switches the queue stores its own 4s as 4 too */
+	for (int i = 0; i < b->n && !any_other; i++)
+	{
+		int32		p = given != NULL ? given[i] : QUEUE_PRIORITY_NONE;
+
+		if (p != QUEUE_PRIORITY_NONE)
+			check_priority(q, p, argname);
+		else
+			p = q->default_priority;
+		any_other = p != PRIORITY_DEFAULT;
+	}
+	if (any_other)
+	{
+		mode = true;
+		known = true;
+	}
 	for (int i = 0; i < b->n; i++)
 	{
 		int32		p = given != NULL ? given[i] : QUEUE_PRIORITY_NONE;
