@@ -306,6 +306,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	bool		isnull;
 	bool		bounded = false;
 	QueueReadyRead ready;
+	QueuePlanKind run;
 
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = TimestampTzGetDatum(now);
@@ -362,6 +363,9 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 			args[6] = queue_int8_array(got->n, got->ids);
 			args[7] = TimestampTzGetDatum(from);
 		}
+		/* ... and each priority's walk at its own (fifo/priority.c) */
+		if (got->by_priority)
+			args[kind == QP_RECEIVE ? 6 : 8] = queue_priority_bounds(&ready);
 		bounded = true;
 	}
 	/*
@@ -373,15 +377,16 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	 * something, or failed (it may have leased some): a waiting receive's
 	 * try that found nothing rolls back, and must leave the bound alone.
 	 */
+	run = got->by_priority ? queue_priority_plan(q, kind, bounded ? ready.kinds : -1) : kind;
 	PG_TRY();
 	{
-		rc = queue_exec(q, got->by_priority ? queue_priority_plan(q, kind) : kind,
-						args, nulls, false, 0);
+		rc = queue_exec(q, run, args, nulls, false, 0);
 	}
 	PG_CATCH();
 	{
 		if (!q->fifo)
-			queue_note_ready(q->id, QUEUE_READY_NONE, bounded ? ready.from : DT_NOBEGIN);
+			queue_note_ready(q->id, QUEUE_READY_NONE,
+							 bounded ? queue_ready_floor(&ready, got->by_priority) : DT_NOBEGIN);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -396,18 +401,23 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 		queue_rate_settle_tenants();
 	}
 	if (!q->fifo && nrows > 0)
-		queue_note_ready(q->id, now + vt, bounded ? ready.from : DT_NOBEGIN);
+		queue_note_ready(q->id, now + vt,
+						 bounded ? queue_ready_floor(&ready, got->by_priority) : DT_NOBEGIN);
 	got->fair_raced = kind == QP_FAIR_RECEIVE && nrows == 0;
 	if (bounded && q->fifo)
 		queue_fifo_heads_raise(q, &ready, now, tt);
-	else if (bounded && !got->by_priority)
+	else if (bounded && got->by_priority)
+		queue_priority_raise(&ready, tt, nrows, want, now,
+							 run == QP_RECEIVE_PRIO_NULLS || run == QP_RECEIVE_DLQ_PRIO_NULLS);
+	else if (bounded)
 	{
 		/*
 		 * Nothing ready is left below now when the scan came short, else
 		 * below the latest sent_at it leased (sent_at <= visible_at).  A
-		 * lease by priority never raises it: a full batch may have left
-		 * older messages of lower levels, and the null ones of level 4
-		 * are looked for among the first visible only.
+		 * lease by priority raises its levels' bounds instead, never this
+		 * one: a full batch may have left older messages of lower levels,
+		 * and the null ones of level 4 are looked for among the first
+		 * visible only.
 		 */
 		TimestampTz to = DT_NOBEGIN;
 

@@ -176,6 +176,16 @@ counter_entry(int64 queue_id, bool create)
  *    one receive scans from the start anyway, so that rows written by hand
  *    into a queue's table are found within that time.
  *
+ * A queue that reads by priority (fifo/priority.c) walks each level of its
+ * partial index (priority, visible_at, message_id) from a bound of that
+ * level's own (level_from), under the same invariant for the rows of that
+ * priority: every lowering lowers all of them with the queue's bound (and
+ * a receive's abort floor is the lowest it read), the same generation
+ * guards a raise, and a lease by priority raises each level it walked
+ * (queue_priority_raise) as a plain lease raises the queue's.  The
+ * queue's own bound is then raised by plain leases only, and still covers
+ * every row (the nulls of priority 4 are read through it).
+ *
  * A FIFO queue keeps the same bound over its groups' rows (g<id>) and in
  * message ids: no group row has a head_seq below it, so the receive's walk
  * of the groups' head index starts there, past the versions of rows whose
@@ -211,6 +221,9 @@ ready_lower(QueueCounterEntry *e, int64 queue_id, TimestampTz v)
 	{
 		if (v < e->ready_from)
 			e->ready_from = v;
+		for (int l = 0; l < QUEUE_PRIO_LEVELS; l++)
+			if (v < e->level_from[l])
+				e->level_from[l] = v;
 		e->ready_gen++;
 	}
 	SpinLockRelease(&e->ready_lock);
@@ -248,6 +261,9 @@ queue_ready_from(int64 queue_id, int64 key, TimestampTz now, void **cache,
 	r->slot = NULL;
 	r->queue_id = queue_id;
 	r->from = DT_NOBEGIN;
+	for (int l = 0; l < QUEUE_PRIO_LEVELS; l++)
+		r->level_from[l] = DT_NOBEGIN;
+	r->kinds = -1;
 	if (queue_shared == NULL)
 		return DT_NOBEGIN;
 	e = (QueueCounterEntry *) *cache;
@@ -270,14 +286,25 @@ queue_ready_from(int64 queue_id, int64 key, TimestampTz now, void **cache,
 	{
 		e->ready_key = key;
 		e->ready_from = DT_NOBEGIN;
+		for (int l = 0; l < QUEUE_PRIO_LEVELS; l++)
+			e->level_from[l] = DT_NOBEGIN;
 		e->ready_gen++;
 		e->ready_checked = now;
 	}
 	else if (now - e->ready_checked > READY_RECHECK)
 		e->ready_checked = now; /* this one from the start */
 	else
+	{
 		from = e->ready_from;
+		memcpy(r->level_from, e->level_from, sizeof(r->level_from));
+	}
 	r->gen = e->ready_gen;
+	/*
+	 * (after the generation: a commit notes its kinds before it lowers the
+	 * bound, so kinds older than a send that became visible mean a changed
+	 * generation, and no raise; fifo/priority.c's levels rely on it)
+	 */
+	r->kinds = (int) pg_atomic_read_u32(&e->tenants);
 	r->slot = e;
 	r->from = from;
 	SpinLockRelease(&e->ready_lock);
@@ -320,6 +347,41 @@ queue_ready_raise(const QueueReadyRead *r, TimestampTz to)
 		e->ready_gen == r->gen && to > e->ready_from)
 		e->ready_from = to;
 	SpinLockRelease(&e->ready_lock);
+}
+
+/*
+ * The same for a lease by priority (fifo/priority.c), level by level: no
+ * message of priority l is ready below to[l] (DT_NOBEGIN: not raised).
+ */
+void
+queue_ready_raise_levels(const QueueReadyRead *r, const TimestampTz *to)
+{
+	QueueCounterEntry *e = (QueueCounterEntry *) r->slot;
+
+	if (e == NULL || IsolationUsesXactSnapshot())
+		return;
+	SpinLockAcquire(&e->ready_lock);
+	if (e->dbid == MyDatabaseId && e->queue_id == r->queue_id &&
+		e->ready_gen == r->gen)
+		for (int l = 0; l < QUEUE_PRIO_LEVELS; l++)
+			if (to[l] > e->level_from[l])
+				e->level_from[l] = to[l];
+	SpinLockRelease(&e->ready_lock);
+}
+
+/*
+ * The lowest bound r read: the receive's floor at abort (what it leased
+ * goes back at or above the bound its scan started from); with levels, of
+ * the priorities' too.
+ */
+TimestampTz
+queue_ready_floor(const QueueReadyRead *r, bool levels)
+{
+	TimestampTz floor = r->from;
+
+	for (int l = 0; levels && l < QUEUE_PRIO_LEVELS; l++)
+		floor = Min(floor, r->level_from[l]);
+	return floor;
 }
 
 /*
@@ -489,7 +551,8 @@ queue_reset_counters(int64 queue_id)
 		e->ready_key = 0;
 		SpinLockRelease(&e->ready_lock);
 	}
-	(void) pending_entry(queue_id);
+	/* a new queue has no message: its slot knows all (fifo/priority.c) */
+	pending_entry(queue_id)->tenants |= QUEUE_PRIORITIES_CHECKED;
 }
 
 /*

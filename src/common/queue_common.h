@@ -127,6 +127,8 @@ extern bool queue_preloaded;
 #define QUEUE_WAIT_SLOTS	1024	/* long-poll condition variables */
 #define QUEUE_MAX_WATCHERS	64		/* SQS endpoint workers (core_api.h) */
 
+#define QUEUE_PRIO_LEVELS	10		/* priorities 0 to 9 (fifo/priority.c) */
+
 typedef struct QueueCounterEntry
 {
 	Oid			dbid;			/* InvalidOid: free */
@@ -142,6 +144,7 @@ typedef struct QueueCounterEntry
 	uint64		ready_gen;		/* bumped by every lowering */
 	TimestampTz ready_checked;	/* when a receive last scanned from the start */
 	TimestampTz ready_probed;	/* FIFO: when a receive last looked for the first head */
+	TimestampTz level_from[QUEUE_PRIO_LEVELS];	/* each priority's own bound */
 } QueueCounterEntry;
 
 /* What messages a standard queue's sends carried (fair.c), kept per queue. */
@@ -149,8 +152,11 @@ typedef struct QueueCounterEntry
 #define QUEUE_TENANTS_UNGROUPED 0x2 /* none */
 /* ... and whether a message of a priority but 4 was in it (fifo/priority.c) */
 #define QUEUE_PRIORITIES		0x4
-#define QUEUE_PRIORITIES_CHECKED 0x8	/* the table was read for one */
+#define QUEUE_PRIORITIES_CHECKED 0x8	/* the slot knows all (made with the
+										 * queue, or the table was read) */
 #define QUEUE_PRIORITY_NULLS	0x10	/* a send stored a null priority (4) */
+#define QUEUE_PRIORITY_LEVEL(l)	(1u << (16 + (l)))	/* one stored l (0-9) */
+#define QUEUE_PRIORITY_LEVELS	(0x3FFu << 16)
 
 /*
  * One slot per database that has (or had) a queue worker: what the worker
@@ -281,11 +287,15 @@ typedef struct QueueReadyRead	/* a receive's read of the ready bound */
 	int64		queue_id;
 	uint64		gen;
 	TimestampTz from;
+	TimestampTz level_from[QUEUE_PRIO_LEVELS];	/* the priorities' bounds */
+	int			kinds;			/* the slot's kinds, read after gen; -1: none */
 } QueueReadyRead;
 #define QUEUE_READY_NONE	DT_NOEND
 extern TimestampTz queue_ready_from(int64 queue_id, int64 key, TimestampTz now,
 									void **cache, QueueReadyRead *r);
 extern void queue_ready_raise(const QueueReadyRead *r, TimestampTz to);
+extern void queue_ready_raise_levels(const QueueReadyRead *r, const TimestampTz *to);
+extern TimestampTz queue_ready_floor(const QueueReadyRead *r, bool levels);
 extern bool queue_ready_probe_due(const QueueReadyRead *r, TimestampTz now);
 extern void queue_note_ready(int64 queue_id, TimestampTz at_commit,
 							 TimestampTz at_abort);

@@ -26,6 +26,19 @@
  * look.  The note is never taken back (a queue that had nulls keeps
  * looking, bounded); one beyond the first 100 waits for those before it.
  *
+ * The walk.  A receive reads the levels 9 to 0, each from a ready bound of
+ * its own (common/counts.c's level_from: no message of that priority is
+ * ready below it), and raises the bounds of the levels it walked
+ * (queue_priority_raise), so it does not wade through the index entries
+ * of messages others just leased or deleted.  It reads only the levels a
+ * message was ever stored at: every send and move notes its levels in the
+ * slot at commit (QUEUE_PRIORITY_LEVEL; a move, not knowing, all), before
+ * the commit lowers the bounds, and the receive reads them after the
+ * bounds' generation, so a level it skips but whose message it could see
+ * makes its raise void.  Only a slot made with the queue (or after the
+ * look) knows all its levels (QUEUE_PRIORITIES_CHECKED); with any other,
+ * every level is read, nulls too.
+ *
  * FIFO queues refuse priorities (22023): a FIFO queue's order is each
  * message group's send order, which a priority would contradict; a
  * default_priority other than 4 is refused too.  Their messages show a
@@ -41,7 +54,10 @@
  */
 #include "postgres.h"
 
+#include "catalog/pg_type.h"
 #include "executor/spi.h"
+#include "utils/array.h"
+#include "utils/timestamp.h"
 
 #include "common/queue_common.h"
 #include "storage/queue_storage.h"
@@ -49,6 +65,24 @@
 
 #define PRIORITY_MAX		9
 #define PRIORITY_DEFAULT	4
+
+/*
+ * Whether a slot's kinds (-1: none) know every priority a message of the
+ * queue was stored with: the slot was made with the queue (or by a look at
+ * its table), and every send and move since noted its levels.
+ */
+static inline bool
+levels_known(int kinds)
+{
+	return kinds >= 0 && (kinds & QUEUE_PRIORITIES_CHECKED);
+}
+
+/* Whether a lease by priority reads level l (a message may be stored at it). */
+static inline bool
+level_walked(int kinds, int l)
+{
+	return !levels_known(kinds) || (kinds & QUEUE_PRIORITY_LEVEL(l));
+}
 
 /* 22023 unless p is 0 to 9 on a standard queue; argname names the argument. */
 static void
@@ -85,18 +119,24 @@ queue_has_priorities(QueueMeta *q)
 	{
 		q->tenant_kinds |= (uint32) kinds & QUEUE_PRIORITIES;
 		if (kinds & QUEUE_PRIORITIES)
-			return true;
+			return true;		/* (without CHECKED: every level is read) */
 		if (kinds & QUEUE_PRIORITIES_CHECKED)
 			return false;
 	}
-	/* not known: look (a send's note, at its commit, may come meanwhile: both OR) */
+
+	/*
+	 * The slot does not know (none, or one made by a commit after a crash,
+	 * or before 1.12's slots knew): look (a send's note, at its commit, may
+	 * come meanwhile: both OR).
+	 */
 	if (queue_exec(q, QP_PRIO_EXISTS, NULL, NULL, true, 1) != SPI_OK_SELECT ||
 		SPI_processed != 1)
 		elog(ERROR, "queue priority look failed");
 	found = DatumGetBool(SPI_getbinval(SPI_tuptable->vals[0], SPI_tuptable->tupdesc, 1, &isnull));
-	/* (after a crash nobody knows whether a null one is left: assume so) */
+	/* (nobody knows which levels and whether a null one is left: all) */
 	queue_set_kinds(q->id, QUEUE_PRIORITIES_CHECKED |
-					(found ? QUEUE_PRIORITIES | QUEUE_PRIORITY_NULLS : 0));
+					(found ? QUEUE_PRIORITIES | QUEUE_PRIORITY_NULLS |
+					 QUEUE_PRIORITY_LEVELS : 0));
 	if (found)
 		q->tenant_kinds |= QUEUE_PRIORITIES;
 	return found;
@@ -114,6 +154,7 @@ queue_priority_of_send(QueueMeta *q, SendBatch *b, const int32 *given, const cha
 	bool		any_other = false;
 	bool		any_stored = false;
 	bool		any_null = false;
+	uint32		levels = 0;
 	bool		known = false;
 	bool		mode = false;
 	int16	   *stored = palloc(b->n * sizeof(int16));
@@ -163,7 +204,10 @@ queue_priority_of_send(QueueMeta *q, SendBatch *b, const int32 *given, const cha
 		}
 		stored[i] = (p == PRIORITY_DEFAULT && !mode) ? -1 : (int16) p;
 		if (stored[i] >= 0)
+		{
 			any_stored = true;
+			levels |= QUEUE_PRIORITY_LEVEL(p);
+		}
 		else
 			any_null = true;
 	}
@@ -174,18 +218,19 @@ queue_priority_of_send(QueueMeta *q, SendBatch *b, const int32 *given, const cha
 				 errmsg("queue \"%s\" has no priorities before the extension's update to 1.12",
 						q->name),
 				 errhint("Run ALTER EXTENSION queue UPDATE.")));
-	if (!q->fifo && (any_other || any_null))
+	if (!q->fifo && (any_other || any_null || levels != 0))
 		queue_note_kinds(q->id, (any_other ? QUEUE_PRIORITIES : 0) |
-						 (any_null ? QUEUE_PRIORITY_NULLS : 0));
+						 (any_null ? QUEUE_PRIORITY_NULLS : 0) | levels);
 }
 
 /*
  * The statement of a receive of kind plain (QP_RECEIVE, QP_RECEIVE_DLQ,
  * QP_FAIR_RECEIVE) on q, which reads by priority (queue_has_priorities):
  * the form that also looks for null priorities while q may have some.
+ * kinds: the slot's, as the receive's read of its ready bound saw them.
  */
 QueuePlanKind
-queue_priority_plan(QueueMeta *q, QueuePlanKind plain)
+queue_priority_plan(QueueMeta *q, QueuePlanKind plain, int kinds)
 {
 	bool		nulls = (q->tenant_kinds & QUEUE_PRIORITY_NULLS) != 0;
 
@@ -193,15 +238,97 @@ queue_priority_plan(QueueMeta *q, QueuePlanKind plain)
 		return QP_FAIR_RECEIVE_PRIO;	/* sorts each tenant's by coalesce() */
 	if (!nulls)
 	{
-		int			kinds = queue_tenant_kinds(q->id);
-
-		nulls = kinds < 0 || (kinds & QUEUE_PRIORITY_NULLS);
+		nulls = !levels_known(kinds) || (kinds & QUEUE_PRIORITY_NULLS);
 		if (nulls)
 			q->tenant_kinds |= QUEUE_PRIORITY_NULLS;	/* never unset */
 	}
 	if (plain == QP_RECEIVE_DLQ)
 		return nulls ? QP_RECEIVE_DLQ_PRIO_NULLS : QP_RECEIVE_DLQ_PRIO;
 	return nulls ? QP_RECEIVE_PRIO_NULLS : QP_RECEIVE_PRIO;
+}
+
+/*
+ * The priorities' ready bounds a lease by priority walks each level from
+ * (plans.c's PRIO_LEVEL): a timestamptz[] indexed by priority + 1.
+ */
+Datum
+queue_priority_bounds(const QueueReadyRead *r)
+{
+	Datum		d[QUEUE_PRIO_LEVELS];
+
+	/* a level no message was ever stored at is not read (+infinity) */
+	for (int l = 0; l < QUEUE_PRIO_LEVELS; l++)
+		d[l] = TimestampTzGetDatum(level_walked(r->kinds, l) ? r->level_from[l] : DT_NOEND);
+	return PointerGetDatum(construct_array(d, QUEUE_PRIO_LEVELS, TIMESTAMPTZOID, 8,
+										   FLOAT8PASSBYVAL, TYPALIGN_DOUBLE));
+}
+
+/*
+ * After a lease by priority at now that asked for want and leased nrows
+ * (tt): raise the bound of each level it walked (common/counts.c).  The
+ * walk reads the levels 9 to 0 (in the nulls form the null ones between
+ * 5 and 4), each in visible_at order and under SKIP LOCKED, and moves to
+ * the next only when a level has no more: so every level before the one
+ * it stopped in has nothing ready left below now, and the level it
+ * stopped in nothing below the latest sent_at it leased there (sent_at <=
+ * visible_at), as for a plain lease.  A walk that came short went through
+ * every level.  A row the lease moved to the dead-letter queue (its
+ * columns null) says nothing of its level: then nothing is raised.
+ */
+void
+queue_priority_raise(const QueueReadyRead *r, SPITupleTable *tt, uint64 nrows,
+					 int want, TimestampTz now, bool nulls_form)
+{
+	TimestampTz to[QUEUE_PRIO_LEVELS];
+	TimestampTz latest[QUEUE_PRIO_LEVELS];
+	int			lowest = QUEUE_PRIO_LEVELS;	/* the lowest level leased from */
+	bool		any_null = false;
+
+	for (int l = 0; l < QUEUE_PRIO_LEVELS; l++)
+		to[l] = latest[l] = DT_NOBEGIN;
+	for (uint64 i = 0; i < nrows; i++)
+	{
+		bool		isnull;
+		Datum		sent = SPI_getbinval(tt->vals[i], tt->tupdesc, RCOL_SENT_AT, &isnull);
+		Datum		p;
+
+		if (isnull)
+			return;				/* a dead letter's row */
+		p = SPI_getbinval(tt->vals[i], tt->tupdesc, RCOL_PRIORITY, &isnull);
+		if (isnull)
+			any_null = true;
+		else
+		{
+			int			l = DatumGetInt16(p);
+
+			if (l < 0 || l >= QUEUE_PRIO_LEVELS)
+				return;
+			latest[l] = Max(latest[l], DatumGetTimestampTz(sent));
+			lowest = Min(lowest, l);
+		}
+	}
+	if (nrows < (uint64) want)
+	{
+		for (int l = 0; l < QUEUE_PRIO_LEVELS; l++)
+			to[l] = now;		/* every level walked to its end */
+	}
+	else if (any_null && nulls_form && lowest > PRIORITY_DEFAULT)
+	{
+		/* stopped among the nulls: the levels above them are walked */
+		for (int l = PRIORITY_DEFAULT + 1; l < QUEUE_PRIO_LEVELS; l++)
+			to[l] = now;
+	}
+	else if (lowest < QUEUE_PRIO_LEVELS)
+	{
+		for (int l = lowest + 1; l < QUEUE_PRIO_LEVELS; l++)
+			to[l] = now;
+		to[lowest] = latest[lowest];
+	}
+	/* a level the walk skipped (none stored, as the slot said) stays */
+	for (int l = 0; l < QUEUE_PRIO_LEVELS; l++)
+		if (!level_walked(r->kinds, l))
+			to[l] = DT_NOBEGIN;
+	queue_ready_raise_levels(r, to);
 }
 
 /* One of the sends' argument forms: a single priority for every entry. */
@@ -225,7 +352,8 @@ queue_priority_all(int n, int32 p)
 void
 queue_priority_moved(int64 dst_id, bool with_priority)
 {
-	queue_note_kinds(dst_id, QUEUE_PRIORITY_NULLS | (with_priority ? QUEUE_PRIORITIES : 0));
+	queue_note_kinds(dst_id, QUEUE_PRIORITY_NULLS |
+					 (with_priority ? QUEUE_PRIORITIES | QUEUE_PRIORITY_LEVELS : 0));
 }
 
 /* Sort key of a leased row: priority (null: 4) down, then message id up. */

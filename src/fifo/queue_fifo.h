@@ -80,8 +80,11 @@ extern void queue_priority_of_send(QueueMeta *q, SendBatch *b, const int32 *give
 								   const char *argname);
 extern int32 *queue_priority_all(int n, int32 p);
 extern void queue_priority_moved(int64 dst_id, bool with_priority);
-extern QueuePlanKind queue_priority_plan(QueueMeta *q, QueuePlanKind plain);
+extern QueuePlanKind queue_priority_plan(QueueMeta *q, QueuePlanKind plain, int kinds);
 extern void queue_priority_order_rows(SPITupleTable *tt, uint64 nrows);
+extern Datum queue_priority_bounds(const QueueReadyRead *r);
+extern void queue_priority_raise(const QueueReadyRead *r, SPITupleTable *tt, uint64 nrows,
+								 int want, TimestampTz now, bool nulls_form);
 
 /* fair.c */
 extern bool queue_receive_is_fair(QueueMeta *q);

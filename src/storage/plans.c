@@ -147,22 +147,24 @@ typedef struct PlanSpec
  * The candidates of a lease of a queue with priorities: each level's
  * visible messages, 9 first, oldest first within one, read level by level
  * from the partial index of the prioritised messages (store_id, priority,
- * visible_at, message_id), each under SKIP LOCKED; the statement's LIMIT
- * stops the walk at the batch.  Priority 4 is also the messages whose
- * column is null (sent before the queue had a message of another
- * priority, or by a send that raced the first: fifo/priority.c): while a
- * queue may have some (the _NULLS forms), they are looked for first at
- * level 4 (they are the older), among the first batch + 100 visible
- * messages of the (visible_at, message_id) index, so the walk stays
+ * visible_at, message_id), each under SKIP LOCKED and from that level's
+ * ready bound (lbounds: a timestamptz[] indexed by priority + 1,
+ * common/counts.c); the statement's LIMIT stops the walk at the batch.
+ * Priority 4 is also the messages whose column is null (sent before the
+ * queue had a message of another priority, or by a send that raced the
+ * first: fifo/priority.c): while a queue may have some (the _NULLS
+ * forms), they are looked for first at level 4 (they are the older),
+ * among the first batch + 100 visible messages of the (visible_at,
+ * message_id) index from the queue's ready bound, so the walk stays
  * bounded; one further back comes when those before it went (never lost,
  * later than its priority says at worst).
- * extra: a condition on m; bound: the ready bound's parameter.
+ * extra: a condition on m; bound: the queue's ready bound's parameter.
  */
-#define PRIO_LEVEL(levels, extra, bound) \
+#define PRIO_LEVEL(levels, extra, lbounds) \
 	"  SELECT x.* FROM pg_catalog.unnest('" levels "'::pg_catalog.int2[]) AS l(p)" \
 	"  CROSS JOIN LATERAL (SELECT m.message_id, m.receive_count, m.message_group_id FROM {q} m" \
-	"   WHERE {S.m}m.priority = l.p AND m.visible_at <= $1 AND m.visible_at >= " bound \
-	"    AND m.sent_at > $4" extra \
+	"   WHERE {S.m}m.priority = l.p AND m.visible_at <= $1" \
+	"    AND m.visible_at >= (" lbounds ")[l.p + 1] AND m.sent_at > $4" extra \
 	"   ORDER BY m.priority, m.visible_at, m.message_id LIMIT $5 FOR UPDATE SKIP LOCKED) x"
 #define PRIO_NULL_LEVEL(extra, bound) \
 	"  SELECT z.* FROM (SELECT m.message_id, m.receive_count, m.message_group_id FROM {q} m" \
@@ -172,29 +174,29 @@ typedef struct PlanSpec
 	"     ORDER BY y.visible_at, y.message_id LIMIT $5 + 100) w WHERE w.priority IS NULL))" \
 	"    AND m.priority IS NULL AND m.visible_at <= $1 AND m.sent_at > $4" extra \
 	"   ORDER BY m.visible_at, m.message_id FOR UPDATE SKIP LOCKED) z"
-#define PRIO_CANDIDATES(extra, bound) \
-	PRIO_LEVEL("{9,8,7,6,5,4,3,2,1,0}", extra, bound)
-#define PRIO_CANDIDATES_NULLS(extra, bound) \
-	PRIO_LEVEL("{9,8,7,6,5}", extra, bound) \
+#define PRIO_CANDIDATES(extra, bound, lbounds) \
+	PRIO_LEVEL("{9,8,7,6,5,4,3,2,1,0}", extra, lbounds)
+#define PRIO_CANDIDATES_NULLS(extra, bound, lbounds) \
+	PRIO_LEVEL("{9,8,7,6,5}", extra, lbounds) \
 	"  UNION ALL" PRIO_NULL_LEVEL(extra, bound) \
-	"  UNION ALL" PRIO_LEVEL("{4,3,2,1,0}", extra, bound)
+	"  UNION ALL" PRIO_LEVEL("{4,3,2,1,0}", extra, lbounds)
 
 /* A lease by priority (QP_RECEIVE_PRIO and its _NULLS form). */
 #define RECEIVE_PRIO_SPEC(candidates) { \
-	"WITH c AS MATERIALIZED (" candidates("", "$6") "  LIMIT $5)" \
+	"WITH c AS MATERIALIZED (" candidates("", "$6", "$7") "  LIMIT $5)" \
 	" UPDATE {q} m SET visible_at = $2, receipt = $3," \
 	" receive_count = m.receive_count + 1," \
 	" first_received_at = coalesce(m.first_received_at, $1)" \
 	" WHERE {S.m}m.message_id = ANY (ARRAY(SELECT message_id FROM c))" \
 	" RETURNING " MSG_COLUMNS, \
-	6, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, \
-	TIMESTAMPTZOID} \
+	7, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, \
+	TIMESTAMPTZOID, TIMESTAMPTZARRAYOID} \
 }
 
 /* ... with a dead-letter queue (QP_RECEIVE_DLQ_PRIO and its _NULLS form). */
 #define RECEIVE_DLQ_PRIO_SPEC(candidates) { \
 	"WITH c AS MATERIALIZED (" \
-	candidates(" AND m.message_id <> ALL ($7)", "$8") "  LIMIT $5)," \
+	candidates(" AND m.message_id <> ALL ($7)", "$8", "$9") "  LIMIT $5)," \
 	" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3," \
 	"  receive_count = m.receive_count + 1," \
 	"  first_received_at = coalesce(m.first_received_at, $1)" \
@@ -203,8 +205,8 @@ typedef struct PlanSpec
 	" SELECT u.*, false FROM u" \
 	" UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL," \
 	"  NULL, NULL, NULL, NULL, NULL, true FROM c WHERE c.receive_count >= $6", \
-	8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID, \
-	INT8ARRAYOID, TIMESTAMPTZOID} \
+	9, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID, \
+	INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZARRAYOID} \
 }
 
 static const PlanSpec plan_specs[QP_NUM_PLANS] = {
@@ -735,6 +737,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" ORDER BY coalesce(m.priority, 4) DESC, m.visible_at, m.message_id LIMIT $2",
 		2, {TIMESTAMPTZOID, INT4OID}
 	},
+
 	[QP_PRIO_EXISTS] = {
 		"SELECT EXISTS (SELECT FROM {q} m WHERE {S.m}m.priority IS NOT NULL)",
 		0, {InvalidOid}

@@ -19,6 +19,7 @@ RATE_CLIENTS=${RATE_CLIENTS:-8}
 RATE_SECS=${RATE_SECS:-10}
 RATE_TENANTS=${RATE_TENANTS:-1000}
 RATE_SYNC=${RATE_SYNC:-off}
+RATE_PARTS=${RATE_PARTS:-"queue prio tenant"}	# which of a, c, b to run
 
 if [ -z "${BENCH_DIR:-}" ]; then
 	HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -58,16 +59,22 @@ rate_one() {
 }
 
 for b in 1 10; do
-	measure "rate cycle b$b" rate_one "$b" -- plain queue
-	result "rate_cycle_plain_b${b}_$RATE_SYNC" "${MED[plain]}" msgs/s 0 -
-	result "rate_cycle_queue_limit_b${b}_$RATE_SYNC" "${MED[queue]}" msgs/s 0 - \
-		"vs_plain=$(ratio "${MED[queue]}" "${MED[plain]}")"
-	measure "priority cycle b$b" rate_one "$b" -- plain prio
-	result "priority_cycle_plain_b${b}_$RATE_SYNC" "${MED[plain]}" msgs/s 0 -
-	result "priority_cycle_3_levels_b${b}_$RATE_SYNC" "${MED[prio]}" msgs/s 0 - \
-		"vs_plain=$(ratio "${MED[prio]}" "${MED[plain]}")"
-	measure "rate cycle t$RATE_TENANTS b$b" rate_one "$b" -- fair tenant
-	result "rate_cycle_t${RATE_TENANTS}_b${b}_$RATE_SYNC" "${MED[fair]}" msgs/s 0 -
-	result "rate_cycle_t${RATE_TENANTS}_tenant_limit_b${b}_$RATE_SYNC" "${MED[tenant]}" msgs/s 0 - \
-		"vs_no_limit=$(ratio "${MED[tenant]}" "${MED[fair]}")"
+	if [[ " $RATE_PARTS " == *" queue "* ]]; then
+		measure "rate cycle b$b" rate_one "$b" -- plain queue
+		result "rate_cycle_plain_b${b}_$RATE_SYNC" "${MED[plain]}" msgs/s 0 -
+		result "rate_cycle_queue_limit_b${b}_$RATE_SYNC" "${MED[queue]}" msgs/s 0 - \
+			"vs_plain=$(ratio "${MED[queue]}" "${MED[plain]}")"
+	fi
+	if [[ " $RATE_PARTS " == *" prio "* ]]; then
+		measure "priority cycle b$b" rate_one "$b" -- plain prio
+		result "priority_cycle_plain_b${b}_$RATE_SYNC" "${MED[plain]}" msgs/s 0 -
+		result "priority_cycle_3_levels_b${b}_$RATE_SYNC" "${MED[prio]}" msgs/s 0 - \
+			"vs_plain=$(ratio "${MED[prio]}" "${MED[plain]}")"
+	fi
+	if [[ " $RATE_PARTS " == *" tenant "* ]]; then
+		measure "rate cycle t$RATE_TENANTS b$b" rate_one "$b" -- fair tenant
+		result "rate_cycle_t${RATE_TENANTS}_b${b}_$RATE_SYNC" "${MED[fair]}" msgs/s 0 -
+		result "rate_cycle_t${RATE_TENANTS}_tenant_limit_b${b}_$RATE_SYNC" "${MED[tenant]}" msgs/s 0 - \
+			"vs_no_limit=$(ratio "${MED[tenant]}" "${MED[fair]}")"
+	fi
 done

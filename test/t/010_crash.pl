@@ -133,6 +133,15 @@ ok( $node->poll_query_until(
 		  . " WHERE queue_name IN ('cs', 'cf.fifo')"),
 	'load is running on both queues');
 
+# A queue with priorities (1.12): a 4 sent before its first priority (stored
+# as null), then a 2 and a 6.  After the crash its counter slot is gone, and
+# the first thing that comes is a send of an 8, which makes a new slot that
+# knows only the 8: every level (and the nulls) must still be read.
+sql("SELECT queue.create('cp')");
+sql("SELECT queue.send('cp', 'n4')");
+sql("SELECT queue.send('cp', 'p2', priority => 2)");
+sql("SELECT queue.send('cp', 'p6', priority => 6)");
+
 # --- kill -9 ----------------------------------------------------------------
 
 # Every process the postmaster started, from /proc.
@@ -413,6 +422,12 @@ is( sql(
 	),
 	'after:true',
 	'send, receive and delete work after the restart');
+
+sql("SELECT queue.send('cp', 'p8', priority => 8)");
+is( sql(
+		"SELECT string_agg(body || ':' || priority, ' ') FROM queue.receive('cp', 10)"),
+	'p8:8 p6:6 n4:4 p2:2',
+	'priorities after the crash: every level and the null 4, in order');
 
 $node->stop;
 done_testing();
