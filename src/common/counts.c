@@ -858,18 +858,40 @@ queue_count(int64 queue_id, int counter, int64 n)
 }
 
 /*
- * The kinds of message (QUEUE_TENANTS_*) a queue's sends carried, kept in
- * its counter slot for fair.c; -1 without shared memory or a slot.
+ * The kinds (QUEUE_TENANTS_*, QUEUE_PRIORIT*) a queue's slot holds, for
+ * fair.c and priority.c; -1 without shared memory or a slot.  Read
+ * through the backend's cache of the slot (*cache, as queue_ready_from
+ * keeps it), under the slot's own spinlock, not the table's lock: the
+ * send and receive paths of every queue come here.
  */
 int
-queue_tenant_kinds(int64 queue_id)
+queue_slot_kinds(int64 queue_id, void **cache)
 {
 	QueueCounterEntry *e;
 
 	if (queue_shared == NULL)
 		return -1;
-	e = counter_entry(queue_id, false);
-	return e ? (int) pg_atomic_read_u32(&e->tenants) : -1;
+	e = (QueueCounterEntry *) *cache;
+	for (int attempt = 0; attempt < 2; attempt++)
+	{
+		if (e == NULL)
+			e = counter_entry(queue_id, false);
+		*cache = e;
+		if (e == NULL)
+			return -1;
+		SpinLockAcquire(&e->ready_lock);
+		if (e->dbid == MyDatabaseId && e->queue_id == queue_id)
+		{
+			int			kinds = (int) pg_atomic_read_u32(&e->tenants);
+
+			SpinLockRelease(&e->ready_lock);
+			return kinds;
+		}
+		SpinLockRelease(&e->ready_lock);
+		e = NULL;				/* the slot is another queue's now */
+	}
+	*cache = NULL;
+	return -1;
 }
 
 /*

@@ -104,7 +104,7 @@ queue_receive_is_fair(QueueMeta *q)
 	if (q->max_in_flight > 0 || q->rate_limit_per_group > 0 ||
 		(q->tenant_kinds & QUEUE_TENANTS_GROUPED))
 		return true;
-	kinds = queue_tenant_kinds(q->id);
+	kinds = queue_slot_kinds(q->id, &q->counter_slot);
 	if (kinds < 0)
 		return true;
 	q->tenant_kinds |= (uint32) kinds;
@@ -400,7 +400,7 @@ all_candidates(QueueMeta *q, TimestampTz now, int want, bool limited, Candidate 
 	Candidate  *c;
 
 	if (!(kinds & QUEUE_TENANTS_UNGROUPED))
-		kinds = queue_tenant_kinds(q->id);
+		kinds = queue_slot_kinds(q->id, &q->counter_slot);
 	a[0] = TimestampTzGetDatum(now);
 	a[1] = TimestampTzGetDatum(now - q->retention);
 	/* with rate limits, every tenant: the lightest may have no window left */

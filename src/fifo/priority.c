@@ -114,7 +114,7 @@ queue_has_priorities(QueueMeta *q)
 		return false;
 	if (q->tenant_kinds & QUEUE_PRIORITIES)
 		return true;			/* never unset while the queue lives */
-	kinds = queue_tenant_kinds(q->id);
+	kinds = queue_slot_kinds(q->id, &q->counter_slot);
 	if (kinds >= 0)
 	{
 		q->tenant_kinds |= (uint32) kinds & QUEUE_PRIORITIES;
@@ -194,7 +194,7 @@ queue_priority_of_send(QueueMeta *q, SendBatch *b, const int32 *given, const cha
 			mode = (q->tenant_kinds & QUEUE_PRIORITIES) != 0;
 			if (!mode && !q->fifo && q->prio_column)
 			{
-				int			kinds = queue_tenant_kinds(q->id);
+				int			kinds = queue_slot_kinds(q->id, &q->counter_slot);
 
 				mode = kinds >= 0 && (kinds & QUEUE_PRIORITIES);
 				if (mode)
