@@ -666,6 +666,24 @@ queue_worker_main(Datum arg)
 			attach_sweep_state(swept, queue_sweep_list(&exists, NULL, 0), true, listed_at != 0,
 							   &sch);
 			listed_at = GetCurrentTimestamp();
+
+			/*
+			 * The queues commits changed are due now in this list too (a
+			 * list made afresh because another queue was created or the
+			 * list was old, not for visit_all, would otherwise leave a
+			 * queue it found empty waiting for the next commit: a dead
+			 * letter that came expired stayed unswept).  One not in the
+			 * list is gone.
+			 */
+			for (int i = 0; i < nactive; i++)
+			{
+				sq = hash_search(swept, &active[i], HASH_FIND, NULL);
+				if (sq != NULL)
+				{
+					sq->active = true;
+					sch.due[sq->pos] = 0;
+				}
+			}
 		}
 		else
 		{
