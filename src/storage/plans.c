@@ -193,10 +193,12 @@ typedef struct PlanSpec
 	TIMESTAMPTZOID, TIMESTAMPTZARRAYOID} \
 }
 
-/* ... with a dead-letter queue (QP_RECEIVE_DLQ_PRIO and its _NULLS form). */
-#define RECEIVE_DLQ_PRIO_SPEC(candidates) { \
-	"WITH c AS MATERIALIZED (" \
-	candidates(" AND m.message_id <> ALL ($7)", "$8", "$9") "  LIMIT $5)," \
+/*
+ * The rest of a lease with a dead-letter queue after its candidates c
+ * (QP_RECEIVE_DLQ and the forms by priority): those received fewer than
+ * $6 times are leased, the others come back flagged for the move.
+ */
+#define DLQ_LEASE_ROWS \
 	" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3," \
 	"  receive_count = m.receive_count + 1," \
 	"  first_received_at = coalesce(m.first_received_at, $1)" \
@@ -204,7 +206,13 @@ typedef struct PlanSpec
 	"  RETURNING " MSG_COLUMNS ")" \
 	" SELECT u.*, false FROM u" \
 	" UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL," \
-	"  NULL, NULL, NULL, NULL, NULL, true FROM c WHERE c.receive_count >= $6", \
+	"  NULL, NULL, NULL, NULL, NULL, true FROM c WHERE c.receive_count >= $6"
+
+/* ... with a dead-letter queue (QP_RECEIVE_DLQ_PRIO and its _NULLS form). */
+#define RECEIVE_DLQ_PRIO_SPEC(candidates) { \
+	"WITH c AS MATERIALIZED (" \
+	candidates(" AND m.message_id <> ALL ($7)", "$8", "$9") "  LIMIT $5)," \
+	DLQ_LEASE_ROWS, \
 	9, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID, \
 	INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZARRAYOID} \
 }
@@ -467,14 +475,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"  WHERE {S.x}x.visible_at <= $1 AND x.visible_at >= $8 AND x.sent_at > $4"
 		"   AND x.message_id <> ALL ($7)"
 		"  ORDER BY x.visible_at, x.message_id LIMIT $5 FOR UPDATE SKIP LOCKED),"
-		" u AS (UPDATE {q} m SET visible_at = $2, receipt = $3,"
-		"  receive_count = m.receive_count + 1,"
-		"  first_received_at = coalesce(m.first_received_at, $1)"
-		"  WHERE {S.m}m.message_id = ANY (ARRAY(SELECT message_id FROM c WHERE receive_count < $6))"
-		"  RETURNING " MSG_COLUMNS ")"
-		" SELECT u.*, false FROM u"
-		" UNION ALL SELECT c.message_id, NULL, NULL, c.message_group_id, NULL, NULL,"
-		"  NULL, NULL, NULL, NULL, NULL, true FROM c WHERE c.receive_count >= $6",
+		DLQ_LEASE_ROWS,
 		8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID,
 		INT8ARRAYOID, TIMESTAMPTZOID}
 	},
