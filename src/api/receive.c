@@ -307,6 +307,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	bool		bounded = false;
 	QueueReadyRead ready;
 	QueuePlanKind run;
+	TimestampTz abort_floor;	/* the bound the abort lowers to (counts.c) */
 
 	memset(nulls, ' ', sizeof(nulls));
 	args[0] = TimestampTzGetDatum(now);
@@ -378,6 +379,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	 * try that found nothing rolls back, and must leave the bound alone.
 	 */
 	run = got->by_priority ? queue_priority_plan(q, kind, bounded ? ready.kinds : -1) : kind;
+	abort_floor = bounded ? queue_ready_floor(&ready, got->by_priority) : DT_NOBEGIN;
 	PG_TRY();
 	{
 		rc = queue_exec(q, run, args, nulls, false, 0);
@@ -385,8 +387,7 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	PG_CATCH();
 	{
 		if (!q->fifo)
-			queue_note_ready(q->id, QUEUE_READY_NONE,
-							 bounded ? queue_ready_floor(&ready, got->by_priority) : DT_NOBEGIN);
+			queue_note_ready(q->id, QUEUE_READY_NONE, abort_floor);
 		PG_RE_THROW();
 	}
 	PG_END_TRY();
@@ -401,14 +402,12 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 		queue_rate_settle_tenants();
 	}
 	if (!q->fifo && nrows > 0)
-		queue_note_ready(q->id, now + vt,
-						 bounded ? queue_ready_floor(&ready, got->by_priority) : DT_NOBEGIN);
+		queue_note_ready(q->id, now + vt, abort_floor);
 	got->fair_raced = kind == QP_FAIR_RECEIVE && nrows == 0;
 	if (bounded && q->fifo)
 		queue_fifo_heads_raise(q, &ready, now, tt);
 	else if (bounded && got->by_priority)
-		queue_priority_raise(&ready, tt, nrows, want, now,
-							 run == QP_RECEIVE_PRIO_NULLS || run == QP_RECEIVE_DLQ_PRIO_NULLS);
+		queue_priority_raise(&ready, run, tt, nrows, want, now);
 	else if (bounded)
 	{
 		/*

@@ -155,26 +155,10 @@ queue_priority_of_send(QueueMeta *q, SendBatch *b, const int32 *given, const cha
 	bool		any_stored = false;
 	bool		any_null = false;
 	uint32		levels = 0;
-	bool		known = false;
-	bool		mode = false;
+	bool		mode;
 	int16	   *stored = palloc(b->n * sizeof(int16));
 
-	/* a send that switches the queue stores its own 4s as 4 too */
-	for (int i = 0; i < b->n && !any_other; i++)
-	{
-		int32		p = given != NULL ? given[i] : QUEUE_PRIORITY_NONE;
-
-		if (p != QUEUE_PRIORITY_NONE)
-			check_priority(q, p, argname);
-		else
-			p = q->default_priority;
-		any_other = p != PRIORITY_DEFAULT;
-	}
-	if (any_other)
-	{
-		mode = true;
-		known = true;
-	}
+	/* each entry's priority, checked, the queue's default for none */
 	for (int i = 0; i < b->n; i++)
 	{
 		int32		p = given != NULL ? given[i] : QUEUE_PRIORITY_NONE;
@@ -183,33 +167,36 @@ queue_priority_of_send(QueueMeta *q, SendBatch *b, const int32 *given, const cha
 			check_priority(q, p, argname);
 		else
 			p = q->default_priority;
-		if (p != PRIORITY_DEFAULT)
-			any_other = true;
-		else if (!known)
-		{
-			/*
-			 * 4 is stored as 4 once the queue reads by priority, as its slot
-			 * says (no look at the table: a null is found at level 4 too)
-			 */
-			mode = (q->tenant_kinds & QUEUE_PRIORITIES) != 0;
-			if (!mode && !q->fifo && q->prio_column)
-			{
-				int			kinds = queue_slot_kinds(q->id, &q->counter_slot);
+		stored[i] = (int16) p;
+		any_other |= p != PRIORITY_DEFAULT;
+	}
 
-				mode = kinds >= 0 && (kinds & QUEUE_PRIORITIES);
-				if (mode)
-					q->tenant_kinds |= QUEUE_PRIORITIES;
-			}
-			known = true;
-		}
-		stored[i] = (p == PRIORITY_DEFAULT && !mode) ? -1 : (int16) p;
-		if (stored[i] >= 0)
+	/*
+	 * 4 is stored as 4 once the queue reads by priority, as its slot says
+	 * (no look at the table: a null is found at level 4 too), and by a send
+	 * that switches it
+	 */
+	mode = any_other || (q->tenant_kinds & QUEUE_PRIORITIES) != 0;
+	if (!mode && b->n > 0 && !q->fifo && q->prio_column)
+	{
+		int			kinds = queue_slot_kinds(q->id, &q->counter_slot);
+
+		mode = kinds >= 0 && (kinds & QUEUE_PRIORITIES);
+		if (mode)
+			q->tenant_kinds |= QUEUE_PRIORITIES;
+	}
+	for (int i = 0; i < b->n; i++)
+	{
+		if (stored[i] == PRIORITY_DEFAULT && !mode)
 		{
-			any_stored = true;
-			levels |= QUEUE_PRIORITY_LEVEL(p);
+			stored[i] = -1;
+			any_null = true;
 		}
 		else
-			any_null = true;
+		{
+			any_stored = true;
+			levels |= QUEUE_PRIORITY_LEVEL(stored[i]);
+		}
 	}
 	b->priorities = any_stored ? stored : NULL;
 	if (any_stored && !q->prio_column)
@@ -264,8 +251,8 @@ queue_priority_bounds(const QueueReadyRead *r)
 }
 
 /*
- * After a lease by priority at now that asked for want and leased nrows
- * (tt): raise the bound of each level it walked (common/counts.c).  The
+ * After a lease by priority (run, queue_priority_plan's) at now that asked
+ * for want and leased nrows (tt): raise the bound of each level it walked (common/counts.c).  The
  * walk reads the levels 9 to 0 (in the nulls form the null ones between
  * 5 and 4), each in visible_at order and under SKIP LOCKED, and moves to
  * the next only when a level has no more: so every level before the one
@@ -276,9 +263,10 @@ queue_priority_bounds(const QueueReadyRead *r)
  * columns null) says nothing of its level: then nothing is raised.
  */
 void
-queue_priority_raise(const QueueReadyRead *r, SPITupleTable *tt, uint64 nrows,
-					 int want, TimestampTz now, bool nulls_form)
+queue_priority_raise(const QueueReadyRead *r, QueuePlanKind run, SPITupleTable *tt,
+					 uint64 nrows, int want, TimestampTz now)
 {
+	bool		nulls_form = run == QP_RECEIVE_PRIO_NULLS || run == QP_RECEIVE_DLQ_PRIO_NULLS;
 	TimestampTz to[QUEUE_PRIO_LEVELS];
 	TimestampTz latest[QUEUE_PRIO_LEVELS];
 	int			lowest = QUEUE_PRIO_LEVELS;	/* the lowest level leased from */

@@ -83,8 +83,8 @@ extern void queue_priority_moved(int64 dst_id, bool with_priority);
 extern QueuePlanKind queue_priority_plan(QueueMeta *q, QueuePlanKind plain, int kinds);
 extern void queue_priority_order_rows(SPITupleTable *tt, uint64 nrows);
 extern Datum queue_priority_bounds(const QueueReadyRead *r);
-extern void queue_priority_raise(const QueueReadyRead *r, SPITupleTable *tt, uint64 nrows,
-								 int want, TimestampTz now, bool nulls_form);
+extern void queue_priority_raise(const QueueReadyRead *r, QueuePlanKind run,
+								 SPITupleTable *tt, uint64 nrows, int want, TimestampTz now);
 
 /* fair.c */
 extern bool queue_receive_is_fair(QueueMeta *q);
