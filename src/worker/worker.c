@@ -623,7 +623,10 @@ queue_worker_main(Datum arg)
 		long		timeout;
 		int64		active[QUEUE_ACTIVE_IDS];
 		int			nactive;
+		int64		fresh[QUEUE_ACTIVE_IDS];
+		int			nfresh;
 		bool		visit_all;
+		bool		relist;
 
 		CHECK_FOR_INTERRUPTS();
 		if (ConfigReloadPending)
@@ -656,9 +659,10 @@ queue_worker_main(Datum arg)
 		 */
 		visit_all = queue_take_active(listed_at == 0, active, &nactive) || reloaded;
 		reloaded = false;
-		if (visit_all || queue_list_stale ||
-			TimestampDifferenceExceeds(listed_at, GetCurrentTimestamp(),
-									   QUEUE_LIST_MAX_AGE_MS))
+		relist = visit_all || queue_list_stale ||
+			TimestampDifferenceExceeds(listed_at, GetCurrentTimestamp(), QUEUE_LIST_MAX_AGE_MS);
+		exists = true;
+		if (relist)
 		{
 			MemoryContextReset(list_cxt);
 			MemoryContextSwitchTo(list_cxt);
@@ -666,49 +670,33 @@ queue_worker_main(Datum arg)
 			attach_sweep_state(swept, queue_sweep_list(&exists, NULL, 0), true, listed_at != 0,
 							   &sch);
 			listed_at = GetCurrentTimestamp();
-
-			/*
-			 * The queues commits changed are due now in this list too (a
-			 * list made afresh because another queue was created or the
-			 * list was old, not for visit_all, would otherwise leave a
-			 * queue it found empty waiting for the next commit: a dead
-			 * letter that came expired stayed unswept).  One not in the
-			 * list is gone.
-			 */
-			for (int i = 0; i < nactive; i++)
-			{
-				sq = hash_search(swept, &active[i], HASH_FIND, NULL);
-				if (sq != NULL)
-				{
-					sq->active = true;
-					sch.due[sq->pos] = 0;
-				}
-			}
 		}
-		else
-		{
-			int64		fresh[QUEUE_ACTIVE_IDS];
-			int			nfresh = 0;
 
-			/* Changed queues it does not know: created since it listed. */
-			for (int i = 0; i < nactive; i++)
+		/*
+		 * The queues commits changed are due now, in a list made afresh too
+		 * (one made because another queue was created or the list was old
+		 * once left a queue it had found empty waiting for the next commit:
+		 * a dead letter that came expired stayed unswept).  One the list
+		 * does not have was created since it was made (or, made afresh,
+		 * is gone).
+		 */
+		nfresh = 0;
+		for (int i = 0; i < nactive; i++)
+		{
+			sq = hash_search(swept, &active[i], HASH_FIND, NULL);
+			if (sq != NULL)
 			{
-				sq = hash_search(swept, &active[i], HASH_FIND, NULL);
-				if (sq != NULL)
-				{
-					sq->active = true;
-					sch.due[sq->pos] = 0;
-				}
-				else
-					fresh[nfresh++] = active[i];
+				sq->active = true;
+				sch.due[sq->pos] = 0;
 			}
-			exists = true;
-			if (nfresh > 0)
-			{
-				MemoryContextSwitchTo(list_cxt);
-				attach_sweep_state(swept, queue_sweep_list(&exists, fresh, nfresh), false, true,
-								   &sch);
-			}
+			else if (!relist)
+				fresh[nfresh++] = active[i];
+		}
+		if (nfresh > 0)
+		{
+			MemoryContextSwitchTo(list_cxt);
+			attach_sweep_state(swept, queue_sweep_list(&exists, fresh, nfresh), false, true,
+							   &sch);
 		}
 		MemoryContextSwitchTo(pass_cxt);
 		if (!exists)
