@@ -44,6 +44,7 @@
 #include "storage/lmgr.h"
 #include "utils/array.h"
 #include "utils/hsearch.h"
+#include "utils/lsyscache.h"
 #include "utils/rel.h"
 
 #include "common/queue_common.h"
@@ -99,22 +100,6 @@ static const ColumnSpec msg_null_columns[] = {
 	{"source_queue_id", INT8OID, true},
 	{"priority", INT2OID, true},	/* 1.12 on; set when a send gives one */
 };
-
-/* Where a message table's priority column is (0-based); -1: none. */
-static int
-priority_pos(Relation rel)
-{
-	TupleDesc	desc = RelationGetDescr(rel);
-
-	for (int i = 0; i < desc->natts; i++)
-	{
-		Form_pg_attribute att = TupleDescAttr(desc, i);
-
-		if (!att->attisdropped && strcmp(NameStr(att->attname), "priority") == 0)
-			return i;
-	}
-	return -1;
-}
 
 /*
  * Whether the executor would store exactly what is written here in column
@@ -290,13 +275,13 @@ insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 					const int64 *ids, int n, TimestampTz visible_at,
 					TimestampTz sent_at)
 {
-	static const Oid argtypes[10] = {TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID,
-		INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID, INT8OID,
-	INT2ARRAYOID};
-	Oid			argtypes_local[9];
+	/* $9 and $10: the shared table's store id, the priorities, if any */
+	Oid			argtypes[10] = {TIMESTAMPTZOID, TIMESTAMPTZOID, BOOLOID,
+		INT8ARRAYOID, TEXTARRAYOID, TEXTARRAYOID, JSONBARRAYOID, TEXTARRAYOID};
+	int			nargs = 8;
 	bool		prio = b->priorities != NULL;
-	Datum	   *prios = palloc(n * sizeof(Datum));
-	bool	   *pnulls = palloc(n * sizeof(bool));
+	Datum	   *prios = prio ? palloc(n * sizeof(Datum)) : NULL;
+	bool	   *pnulls = prio ? palloc(n * sizeof(bool)) : NULL;
 	int64	   *mids = palloc(n * sizeof(int64));
 	Datum	   *groups = palloc(n * sizeof(Datum));
 	bool	   *gnulls = palloc(n * sizeof(bool));
@@ -308,7 +293,6 @@ insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 	int			dims[1] = {n};
 	int			lbs[1] = {1};
 	Datum		args[10];
-	char		argnulls[10];
 	SqlSendPlan *entry;
 	bool		found;
 	int			k = 0;
@@ -326,8 +310,11 @@ insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 		attrs[k] = b->attrs[i];
 		anulls[k] = b->attr_nulls[i];
 		bodies[k] = b->bodies[i];
-		pnulls[k] = !prio || b->priorities[i] < 0;
-		prios[k] = Int16GetDatum(pnulls[k] ? 0 : b->priorities[i]);
+		if (prio)
+		{
+			pnulls[k] = b->priorities[i] < 0;
+			prios[k] = Int16GetDatum(pnulls[k] ? 0 : b->priorities[i]);
+		}
 		k++;
 	}
 	Assert(k == n);
@@ -341,12 +328,17 @@ insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 												 JSONBOID, -1, false,
 												 TYPALIGN_INT));
 	args[7] = queue_text_array(n, bodies, NULL);
-	args[8] = Int64GetDatum(q->store_id);
-	memset(argnulls, ' ', sizeof(argnulls));
-	/* the shared table's store id is $9; with priorities they are $10 (or $9) */
-	args[q->shared ? 9 : 8] = PointerGetDatum(construct_md_array(prios, pnulls, 1, dims, lbs,
-																  INT2OID, 2, true,
-																  TYPALIGN_SHORT));
+	if (q->shared)
+	{
+		args[nargs] = Int64GetDatum(q->store_id);
+		argtypes[nargs++] = INT8OID;
+	}
+	if (prio)
+	{
+		args[nargs] = PointerGetDatum(construct_md_array(prios, pnulls, 1, dims, lbs,
+														 INT2OID, 2, true, TYPALIGN_SHORT));
+		argtypes[nargs++] = INT2ARRAYOID;
+	}
 
 	if (sql_send_plans == NULL)
 	{
@@ -386,15 +378,11 @@ insert_messages_sql(QueueMeta *q, const SendBatch *b, const bool *skip,
 						 " AS u(id, g, d, a, b%s)",
 						 q->shared ? ", store_id" : "", prio ? ", priority" : "",
 						 q->shared ? ", $9" : "", prio ? ", u.p" : "",
-						 prio ? (q->shared ? ", $10" : ", $9") : "", prio ? ", p" : "");
-		memcpy(argtypes_local, argtypes, 8 * sizeof(Oid));
-		argtypes_local[8] = INT2ARRAYOID;	/* a dedicated queue's $9 */
-		entry->plan = queue_keep_plan(psprintf("INSERT INTO %s", sql.data),
-									  (q->shared ? 9 : 8) + (prio ? 1 : 0),
-									  q->shared ? (Oid *) argtypes : argtypes_local);
+						 prio ? psprintf(", $%d", nargs) : "", prio ? ", p" : "");
+		entry->plan = queue_keep_plan(psprintf("INSERT INTO %s", sql.data), nargs, argtypes);
 		pfree(sql.data);
 	}
-	rc = SPI_execute_plan(entry->plan, args, argnulls, false, 0);
+	rc = SPI_execute_plan(entry->plan, args, NULL, false, 0);
 	if (rc < 0)
 		elog(ERROR, "send through SQL into queue id " INT64_FORMAT " failed: %s",
 			 q->id, SPI_result_code_string(rc));
@@ -444,7 +432,8 @@ queue_insert_messages(QueueMeta *q, const SendBatch *b, const bool *skip,
 	}
 
 	/* priorities (fifo/priority.c): their column, checked there to exist */
-	if (b->priorities != NULL && (ppos = priority_pos(t.rel)) < 0)
+	if (b->priorities != NULL &&
+		(ppos = get_attnum(RelationGetRelid(t.rel), "priority") - 1) < 0)
 		elog(ERROR, "queue id " INT64_FORMAT " has no priority column", q->id);
 	slots = palloc(n * sizeof(TupleTableSlot *));
 	n = 0;

@@ -112,6 +112,15 @@ SELECT pg_temp.drain('rules_q');
 SELECT pg_temp.drain('rules_q');
 SELECT pg_temp.left('rules_q') AS messages;
 
+-- Priorities take the same way in (1.12): the trigger fires for each entry,
+-- each keeps its own (a null entry the queue's default, 4), and a receive
+-- hands out the highest first.
+SELECT ordinal, duplicate FROM queue.send_batch('rules_q', ARRAY['p2', 'p7', 'p4'],
+	priorities => ARRAY[2, 7, NULL]);
+SELECT pg_temp.log();
+SELECT body, priority FROM queue.receive('rules_q', 10, visibility_timeout => '0');
+SELECT pg_temp.drain('rules_q');
+
 -- Deduplication ids: a trigger on d<id> fires for each claim, as for an
 -- INSERT ... ON CONFLICT (a duplicate's claim fires it too, then finds the
 -- id held); the duplicate is still found.
