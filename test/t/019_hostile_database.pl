@@ -249,6 +249,8 @@ SELECT queue.create('hs_ok', dedicated => false, max_in_flight_per_group => 2);
 SELECT queue.create('hs_fail', dead_letter_queue => 'hs_dlq', max_receive_count => 2, visibility_timeout => '2 s',
 	dedicated => false);
 SELECT queue.create('hs_purged', dedicated => false);
+SELECT queue.create('hp', dead_letter_queue => 'h_dlq', max_receive_count => 2);
+SELECT queue.create('hsp', dead_letter_queue => 'hs_dlq', max_receive_count => 2, dedicated => false);
 SELECT queue.grant('hsq', 'trudy', '{send,receive}');
 SELECT queue.create_topic('ht');
 SELECT queue.subscribe('ht', 'hq', filter_policy => '{"n": [{"numeric": [">", 1]}]}');
@@ -270,7 +272,8 @@ SELECT string_agg(queue_name || ':' || CASE WHEN dedicated THEN 'dedicated' ELSE
 				  ORDER BY queue_name COLLATE "C")
 FROM queue.queues
 )), 'h_dlq:dedicated h_evil:dedicated h_fail:dedicated h_ok:dedicated h_slow:dedicated hf:dedicated '
-	  . 'hq:dedicated hs_dlq:shared hs_fail:shared hs_ok:shared hs_purged:shared hsf:shared hsq:shared',
+	  . 'hp:dedicated hq:dedicated hs_dlq:shared hs_fail:shared hs_ok:shared hs_purged:shared hsf:shared '
+	  . 'hsp:shared hsq:shared',
 	'the h queues have tables of their own, the hs queues are rows in the shared tables');
 
 # The owner points the database at the traps; the worker and the consumer
@@ -346,6 +349,23 @@ SELECT queue.send_batch('h_evil', ARRAY['e1 $round', 'e2 $round']);
 SELECT queue.send('h_evil', 'e3 $round');
 SELECT queue.send('h_evil', 'e4 $round');
 ));
+	# priorities (1.12) under mallory's settings: a 4 (null in round 1,
+	# before the queue's first priority), a 9 and a 1; peek and the lease
+	# by priority (with a dead-letter queue, the null look in round 1) run
+	# under her search_path, and the receive hands out 9, 4, 1
+	for my $pq ('hp', 'hsp')
+	{
+		is( mallory(qq(
+SELECT count(*) FROM queue.send('$pq', 'plain $round');
+SELECT count(*) FROM queue.send_batch('$pq', ARRAY['p9 $round', 'p1 $round'], priorities => ARRAY[9, 1]);
+SELECT count(*) FROM queue.peek('$pq');
+SELECT string_agg(r.body || ':' || r.priority || ':' || queue.delete('$pq', r.receipt), ' '
+				  ORDER BY r.ordinality)
+FROM queue.receive('$pq', 10) WITH ORDINALITY AS r;
+)),
+			"1\n2\n3\np9 $round:9:true plain $round:4:true p1 $round:1:true",
+			"round $round: $pq hands out by priority under the database's search_path");
+	}
 	# expiry: the messages of hq are made older than its retention
 	su(qq(
 UPDATE queue_data.q@{[ su("SELECT queue_id FROM queue.queues WHERE queue_name = 'hq'") ]}
