@@ -315,10 +315,19 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 	args[2] = Int64GetDatum((int64) nonce);
 	args[3] = TimestampTzGetDatum(now - q->retention);
 	args[4] = Int32GetDatum(want);
+
+	/*
+	 * Whether the queue reads by priority is asked at each step: the
+	 * plain statements read only the messages stored without one (the
+	 * visible_at index's), so a receive must switch once the queue's
+	 * first priority is seen (a waiting one too).
+	 */
+	if (!got->by_priority)
+		got->by_priority = queue_has_priorities(q);
 	if (kind == QP_FAIR_RECEIVE)
 	{
 		/* the tenants to take from (fair.c); none may have a message */
-		if (!queue_fair_args(q, &now, want, got->n, got->ids, args, nulls))
+		if (!queue_fair_args(q, &now, want, got->n, got->ids, got->by_priority, args, nulls))
 		{
 			queue_rate_settle_tenants();
 			*moved = 0;
@@ -355,6 +364,10 @@ receive_step(ReturnSetInfo *rsinfo, QueueMeta *q, QueuePlanKind kind,
 		/* a standard queue's scan starts at its ready bound (counts.c) */
 		TimestampTz from = queue_ready_from(q->id, q->shared ? -q->store_id : (int64) q->relid,
 											now, &q->counter_slot, &ready);
+
+		/* (a first priority whose commit came since is read now) */
+		if (!got->by_priority && ready.kinds >= 0 && (ready.kinds & QUEUE_PRIORITIES))
+			got->by_priority = true;
 
 		if (kind == QP_RECEIVE)
 			args[5] = TimestampTzGetDatum(from);
@@ -673,7 +686,6 @@ queue_receive(PG_FUNCTION_ARGS)
 	else
 		kind = q->fifo ? QP_FIFO_RECEIVE : QP_RECEIVE;
 	memset(&got, 0, sizeof(got));
-	got.by_priority = queue_has_priorities(q);
 	got.ids = palloc(max_messages * sizeof(int64));
 	got.visible_ats = palloc(max_messages * sizeof(Datum));
 	got.maxgroups = max_messages;

@@ -308,6 +308,8 @@ queue_ready_from(int64 queue_id, int64 key, TimestampTz now, void **cache,
 	r->slot = e;
 	r->from = from;
 	SpinLockRelease(&e->ready_lock);
+	/* ... and what this transaction wrote, which it sees (not yet noted) */
+	r->kinds |= (int) queue_pending_kinds(queue_id);
 	return from;
 }
 
@@ -892,6 +894,21 @@ queue_slot_kinds(int64 queue_id, void **cache)
 	}
 	*cache = NULL;
 	return -1;
+}
+
+/*
+ * The kinds this transaction noted for a queue (queue_note_kinds), which
+ * reach its slot at commit: what its own statements can see already.
+ */
+uint32
+queue_pending_kinds(int64 queue_id)
+{
+	uint32		kinds = 0;
+
+	for (int i = 0; i < npending; i++)
+		if (pending[i].queue_id == queue_id)
+			kinds |= pending[i].tenants;
+	return kinds;
 }
 
 /*

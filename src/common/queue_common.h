@@ -272,6 +272,7 @@ extern void queue_forget_counters(int64 queue_id);
 extern void queue_forget_counters_at_commit(int64 queue_id);
 extern void queue_note_tenants(int64 queue_id, int n, const bool *group_nulls);
 extern int	queue_slot_kinds(int64 queue_id, void **cache);
+extern uint32 queue_pending_kinds(int64 queue_id);
 extern void queue_note_kinds(int64 queue_id, uint32 kinds);
 extern void queue_set_kinds(int64 queue_id, uint32 kinds);
 extern bool queue_counters_read(int64 queue_id, int64 *counts);

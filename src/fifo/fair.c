@@ -281,7 +281,8 @@ apply_limits(QueueMeta *q, Candidate *c, int n, TimestampTz now)
  * IN_FLIGHT_COUNTED (with a cap, the lease counts again exactly).
  */
 static int
-window_candidates(QueueMeta *q, TimestampTz now, int want, Candidate **out)
+window_candidates(QueueMeta *q, TimestampTz now, int want, bool by_priority,
+				  Candidate **out)
 {
 	Datum		a[4];
 	int			rc;
@@ -299,7 +300,7 @@ window_candidates(QueueMeta *q, TimestampTz now, int want, Candidate **out)
 	a[1] = TimestampTzGetDatum(now - q->retention);
 	a[2] = Int32GetDatum(FAIR_LOOK(want));
 	a[3] = Int32GetDatum(IN_FLIGHT_COUNTED);
-	rc = queue_exec(q, QP_FAIR_WINDOW, a, NULL, false, 0);
+	rc = queue_exec(q, by_priority ? QP_FAIR_WINDOW_PRIO : QP_FAIR_WINDOW, a, NULL, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "queue fair receive failed: %s", SPI_result_code_string(rc));
 	nrows = (int) SPI_processed;
@@ -388,7 +389,8 @@ window_candidates(QueueMeta *q, TimestampTz now, int want, Candidate **out)
  * of them under a rate limit per tenant).
  */
 static int
-all_candidates(QueueMeta *q, TimestampTz now, int want, bool limited, Candidate **out)
+all_candidates(QueueMeta *q, TimestampTz now, int want, bool limited, bool by_priority,
+			   Candidate **out)
 {
 	Datum		a[8];
 	char		n[8] = {' ', ' ', ' ', ' ', ' ', ' ', ' ', ' '};
@@ -413,7 +415,7 @@ all_candidates(QueueMeta *q, TimestampTz now, int want, bool limited, Candidate 
 	a[6] = BoolGetDatum(kinds < 0 || (kinds & QUEUE_TENANTS_UNGROUPED) ||
 						!(kinds & QUEUE_TENANTS_GROUPED));
 	a[7] = BoolGetDatum(limited);
-	rc = queue_exec(q, QP_FAIR_TENANTS, a, n, false, 0);
+	rc = queue_exec(q, by_priority ? QP_FAIR_TENANTS_PRIO : QP_FAIR_TENANTS, a, n, false, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "queue fair receive failed: %s", SPI_result_code_string(rc));
 	ncand = (int) SPI_processed;
@@ -451,7 +453,7 @@ all_candidates(QueueMeta *q, TimestampTz now, int want, bool limited, Candidate 
  */
 bool
 queue_fair_args(QueueMeta *q, TimestampTz *nowp, int want, int ndelivered,
-				const int64 *delivered, Datum *args, char *nulls)
+				const int64 *delivered, bool by_priority, Datum *args, char *nulls)
 {
 	TimestampTz now = *nowp;	/* the look's; a take moves *nowp (rate.c) */
 	int32		cap = q->max_in_flight;
@@ -481,10 +483,10 @@ queue_fair_args(QueueMeta *q, TimestampTz *nowp, int want, int ndelivered,
 	 * only when enough others are there; else every tenant is read, and
 	 * the messages without a group id wherever they are.
 	 */
-	ncand = window_candidates(q, now, want, &c);
+	ncand = window_candidates(q, now, want, by_priority, &c);
 	if (ncand < 0)
 	{
-		ncand = all_candidates(q, now, want, limited, &c);
+		ncand = all_candidates(q, now, want, limited, by_priority, &c);
 		apply_limits(q, c, ncand, now);
 	}
 	if (ncand == 0)
@@ -708,7 +710,9 @@ read_tenants(text *name, int *n, MemoryContext outcxt)
 	args[0] = TimestampTzGetDatum(now);
 	args[1] = Int32GetDatum(MAX_TENANTS_EXAMINED);
 	args[2] = TimestampTzGetDatum(now - q->retention);
-	rc = queue_exec(q, q->fifo ? QP_GROUP_STATS_FIFO : QP_GROUP_STATS, args, NULL, true, 0);
+	rc = queue_exec(q, q->fifo ? QP_GROUP_STATS_FIFO :
+					queue_has_priorities(q) ? QP_GROUP_STATS_PRIO : QP_GROUP_STATS,
+					args, NULL, true, 0);
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "queue group stats failed: %s", SPI_result_code_string(rc));
 	*n = (int) SPI_processed;

@@ -120,8 +120,8 @@ queue_has_priorities(QueueMeta *q)
 		q->tenant_kinds |= (uint32) kinds & QUEUE_PRIORITIES;
 		if (kinds & QUEUE_PRIORITIES)
 			return true;		/* (without CHECKED: every level is read) */
-		if (kinds & QUEUE_PRIORITIES_CHECKED)
-			return false;
+		if (kinds & QUEUE_PRIORITIES_CHECKED)	/* ... or this transaction sent one */
+			return (queue_pending_kinds(q->id) & QUEUE_PRIORITIES) != 0;
 	}
 
 	/*
@@ -184,6 +184,8 @@ queue_priority_of_send(QueueMeta *q, SendBatch *b, const int32 *given, const cha
 		mode = kinds >= 0 && (kinds & QUEUE_PRIORITIES);
 		if (mode)
 			q->tenant_kinds |= QUEUE_PRIORITIES;
+		else
+			mode = (queue_pending_kinds(q->id) & QUEUE_PRIORITIES) != 0;
 	}
 	for (int i = 0; i < b->n; i++)
 	{
@@ -206,7 +208,7 @@ queue_priority_of_send(QueueMeta *q, SendBatch *b, const int32 *given, const cha
 						q->name),
 				 errhint("Run ALTER EXTENSION queue UPDATE.")));
 	if (!q->fifo && (any_other || any_null || levels != 0))
-		queue_note_kinds(q->id, (any_other ? QUEUE_PRIORITIES : 0) |
+		queue_note_kinds(q->id, (any_stored ? QUEUE_PRIORITIES : 0) |
 						 (any_null ? QUEUE_PRIORITY_NULLS : 0) | levels);
 }
 

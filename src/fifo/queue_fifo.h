@@ -89,6 +89,6 @@ extern void queue_priority_raise(const QueueReadyRead *r, QueuePlanKind run,
 /* fair.c */
 extern bool queue_receive_is_fair(QueueMeta *q);
 extern bool queue_fair_args(QueueMeta *q, TimestampTz *now, int want, int ndelivered,
-							const int64 *delivered, Datum *args, char *nulls);
+							const int64 *delivered, bool by_priority, Datum *args, char *nulls);
 
 #endif							/* QUEUE_FIFO_H */

@@ -204,12 +204,11 @@ queue_dead_letter_sweep(QueueMeta *q, TimestampTz since, TimestampTz now)
 								   5, types, values, NULL, false, 0);
 	}
 	else
-		rc = SPI_execute_with_args(psprintf(
-			"SELECT message_id, message_group_id FROM %s"
-			" WHERE %svisible_at > $1 AND visible_at <= $2 AND receive_count >= $3"
-			" AND sent_at > $5 ORDER BY visible_at LIMIT 1000 FOR UPDATE SKIP LOCKED",
-			queue_table_name(q, 'q'), queue_key_cond(q, 'q', NULL)),
-								   5, types, values, NULL, false, 0);
+	{
+		Datum		args[4] = {values[0], values[1], values[2], values[4]};
+
+		rc = queue_exec(q, QP_DLQ_SWEEP, args, NULL, false, 0);
+	}
 	if (rc != SPI_OK_SELECT)
 		elog(ERROR, "dead-letter sweep failed: %s", SPI_result_code_string(rc));
 	n = (int) SPI_processed;

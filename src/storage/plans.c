@@ -27,11 +27,36 @@ typedef struct PlanSpec
 	const char *sql;			/* placeholders: see plan_text */
 	int			nargs;
 	Oid			argtypes[QUEUE_FAIR_ARGS];
+	bool		levels;			/* a form that reads the priorities' index too ({+}) */
 } PlanSpec;
 
 #define MSG_COLUMNS \
 	"message_id, body, attributes, message_group_id, deduplication_id," \
 	" sequence_number, receive_count, sent_at, first_received_at, visible_at{P}"
+
+/*
+ * The visible_at index holds only the messages whose priority is null
+ * (1.13: a message stored with a priority is in the priorities' index
+ * instead, so a lease writes two index entries either way).  A statement
+ * that reads a queue in visible_at order reads that index ({N.m}); its
+ * form for a queue with priorities ({+} ... {-}: a spec with levels) also
+ * reads each level of the priorities' index, and merges.
+ *
+ * VISIBLE_ORDER: at most lim rows (cols of alias m, which include its
+ * visible_at and message_id) meeting cond, in (visible_at, message_id)
+ * order.
+ */
+#define ALL_LEVELS "'{9,8,7,6,5,4,3,2,1,0}'::pg_catalog.int2[]"
+#define VISIBLE_ORDER(cols, cond, lim) \
+	"{+}SELECT v.* FROM ((SELECT " cols " FROM {q} m WHERE {S.m}{N.m}" cond \
+	"   ORDER BY m.visible_at, m.message_id LIMIT " lim ")" \
+	"  UNION ALL (SELECT x.* FROM pg_catalog.unnest(" ALL_LEVELS ") AS l(p)" \
+	"   CROSS JOIN LATERAL (SELECT " cols " FROM {q} m" \
+	"    WHERE {S.m}m.priority = l.p AND " cond \
+	"    ORDER BY m.priority, m.visible_at, m.message_id LIMIT " lim ") x)) v" \
+	" ORDER BY v.visible_at, v.message_id LIMIT " lim "{-}" \
+	"{!}SELECT " cols " FROM {q} m WHERE {S.m}{N.m}" cond \
+	" ORDER BY m.visible_at, m.message_id LIMIT " lim "{-}"
 
 /*
  * The lease of a FIFO receive of a queue with a dead-letter queue, after
@@ -94,26 +119,40 @@ typedef struct PlanSpec
 	"  AND m.visible_at > $1 AND m.receive_count > 0" \
 	"  ORDER BY m.message_group_id, m.visible_at LIMIT " limit ") z)"
 #define IN_FLIGHT_UNGROUPED(limit) \
-	"(SELECT count(*) FROM (SELECT FROM {q} m WHERE {S.m}m.visible_at > $1" \
-	"  AND m.message_group_id IS NULL AND m.receive_count > 0" \
-	"  ORDER BY m.visible_at LIMIT " limit ") z)"
+	"(SELECT count(*) FROM (" \
+	VISIBLE_ORDER("m.visible_at, m.message_id", \
+				  "m.visible_at > $1 AND m.message_group_id IS NULL AND m.receive_count > 0", \
+				  limit) ") z)"
 
 /*
  * A fair lease's share of the tenant without a group id ($10 messages,
  * within the bound $14), when the gate (a parameter) is on: first when
  * chosen ($9), last when a spare ($15).  See QP_FAIR_RECEIVE.
  */
+#define FAIR_NULL_QUOTA "greatest(0, least($10, coalesce($6 - f.n, $10)))"
+#define FAIR_NULL_COND \
+	" m.visible_at <= least($1, $14) AND m.sent_at > $4" \
+	"    AND m.message_group_id IS NULL AND m.message_id <> ALL ($12)"
+#define FAIR_NULL_LEVELS(levels) \
+	"   SELECT y.* FROM pg_catalog.unnest('" levels "'::pg_catalog.int2[]) AS l(p)" \
+	"   CROSS JOIN LATERAL (SELECT m.message_id, m.receive_count FROM {q} m" \
+	"    WHERE {S.m}m.priority = l.p AND" FAIR_NULL_COND \
+	"    ORDER BY m.priority, m.visible_at, m.message_id" \
+	"    LIMIT " FAIR_NULL_QUOTA " FOR UPDATE SKIP LOCKED) y"
 #define FAIR_NULL_LEASE(gate) \
 	"SELECT x.message_id, x.receive_count, NULL::text AS message_group_id" \
 	"  FROM (SELECT CASE WHEN $6 IS NULL THEN 0 ELSE " IN_FLIGHT_UNGROUPED("$13") " END AS n) f" \
-	"  CROSS JOIN LATERAL (SELECT m.message_id, m.receive_count FROM {q} m" \
-	"   WHERE {S.m}m.visible_at <= least($1, $14) AND m.sent_at > $4" \
-	"    AND m.message_group_id IS NULL AND m.message_id <> ALL ($12)" \
-	"   ORDER BY {O}m.visible_at, m.message_id" \
-	"   LIMIT greatest(0, least($10, coalesce($6 - f.n, $10))) FOR UPDATE SKIP LOCKED) x" \
+	"  CROSS JOIN LATERAL (" \
+	"{+}" FAIR_NULL_LEVELS("{9,8,7,6,5}") " UNION ALL{-}" \
+	"   SELECT z.* FROM (SELECT m.message_id, m.receive_count FROM {q} m" \
+	"    WHERE {S.m}{N.m}" FAIR_NULL_COND \
+	"    ORDER BY m.visible_at, m.message_id" \
+	"    LIMIT " FAIR_NULL_QUOTA " FOR UPDATE SKIP LOCKED) z" \
+	"{+} UNION ALL" FAIR_NULL_LEVELS("{4,3,2,1,0}") "{-}" \
+	"  LIMIT " FAIR_NULL_QUOTA ") x" \
 	"  WHERE " gate
 
-#define FAIR_RECEIVE_SPEC { \
+#define FAIR_RECEIVE_SPEC(levels) { \
 		"WITH c AS MATERIALIZED (" \
 		"  " FAIR_NULL_LEASE("$9") \
 		"  UNION ALL" \
@@ -140,7 +179,7 @@ typedef struct PlanSpec
 		"  NULL, NULL, NULL, NULL, NULL, true FROM c WHERE $11 > 0 AND c.receive_count >= $11", \
 		15, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT8OID, TIMESTAMPTZOID, INT4OID, INT4OID, \
 			TEXTARRAYOID, INT4ARRAYOID, BOOLOID, INT4OID, INT4OID, INT8ARRAYOID, INT4OID, \
-		TIMESTAMPTZOID, BOOLOID} \
+		TIMESTAMPTZOID, BOOLOID}, levels \
 }
 
 /*
@@ -153,11 +192,9 @@ typedef struct PlanSpec
  * Priority 4 is also the messages whose column is null (sent before the
  * queue had a message of another priority, or by a send that raced the
  * first: fifo/priority.c): while a queue may have some (the _NULLS
- * forms), they are looked for first at level 4 (they are the older),
- * among the first batch + 100 visible messages of the (visible_at,
- * message_id) index from the queue's ready bound, so the walk stays
- * bounded; one further back comes when those before it went (never lost,
- * later than its priority says at worst).
+ * forms), they are looked for first at level 4 (they are the older), in
+ * the visible_at index, which holds only them, from the queue's ready
+ * bound.
  * extra: a condition on m; bound: the queue's ready bound's parameter.
  */
 #define PRIO_LEVEL(levels, extra, lbounds) \
@@ -168,12 +205,9 @@ typedef struct PlanSpec
 	"   ORDER BY m.priority, m.visible_at, m.message_id LIMIT $5 FOR UPDATE SKIP LOCKED) x"
 #define PRIO_NULL_LEVEL(extra, bound) \
 	"  SELECT z.* FROM (SELECT m.message_id, m.receive_count, m.message_group_id FROM {q} m" \
-	"   WHERE {S.m}m.message_id = ANY (ARRAY(SELECT w.message_id FROM (" \
-	"     SELECT y.message_id, y.priority FROM {q} y" \
-	"     WHERE {S.y}y.visible_at <= $1 AND y.visible_at >= " bound " AND y.sent_at > $4" \
-	"     ORDER BY y.visible_at, y.message_id LIMIT $5 + 100) w WHERE w.priority IS NULL))" \
-	"    AND m.priority IS NULL AND m.visible_at <= $1 AND m.sent_at > $4" extra \
-	"   ORDER BY m.visible_at, m.message_id FOR UPDATE SKIP LOCKED) z"
+	"   WHERE {S.m}m.priority IS NULL AND m.visible_at <= $1 AND m.visible_at >= " bound \
+	"    AND m.sent_at > $4" extra \
+	"   ORDER BY m.visible_at, m.message_id LIMIT $5 FOR UPDATE SKIP LOCKED) z"
 #define PRIO_CANDIDATES(extra, bound, lbounds) \
 	PRIO_LEVEL("{9,8,7,6,5,4,3,2,1,0}", extra, lbounds)
 #define PRIO_CANDIDATES_NULLS(extra, bound, lbounds) \
@@ -217,6 +251,71 @@ typedef struct PlanSpec
 	INT8ARRAYOID, TIMESTAMPTZOID, TIMESTAMPTZARRAYOID} \
 }
 
+/*
+ * The forms of the statements below without priorities (levels false:
+ * the visible_at index, the messages stored without one) and with them
+ * (levels true: each level's messages too, VISIBLE_ORDER's {+} part).
+ */
+#define FAIR_WINDOW_SPEC(levels) { \
+	"WITH w AS MATERIALIZED (" \
+	VISIBLE_ORDER("m.message_group_id, m.visible_at, m.message_id", \
+				  "m.visible_at <= $1 AND m.sent_at > $2", "$3") ")" \
+	" SELECT w.message_group_id, w.visible_at, w.message_id, NULL::bigint FROM w" \
+	" UNION ALL" \
+	" SELECT d.g, NULL, NULL, " IN_FLIGHT_OF("d.g", "$4") \
+	" FROM (SELECT DISTINCT w.message_group_id AS g FROM w WHERE w.message_group_id IS NOT NULL) d" \
+	" UNION ALL" \
+	" SELECT NULL, NULL, NULL, " IN_FLIGHT_UNGROUPED("$4") \
+	" WHERE EXISTS (SELECT FROM w WHERE w.message_group_id IS NULL)", \
+	4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID}, levels \
+}
+#define FAIR_TENANTS_SPEC(levels) { \
+	TENANTS_OF("$5") \
+	" SELECT t.g, f.n, h.visible_at, h.message_id, NULL::timestamptz FROM t" \
+	" CROSS JOIN LATERAL (SELECT m.visible_at, m.message_id FROM {q} m" \
+	"  WHERE {S.m}m.message_group_id = t.g AND m.visible_at <= $1 AND m.sent_at > $2" \
+	"  ORDER BY m.message_group_id, m.visible_at, m.message_id LIMIT 1) h" \
+	" CROSS JOIN LATERAL (SELECT " IN_FLIGHT_OF("t.g", "$4") " AS n) f" \
+	" WHERE t.g IS NOT NULL AND ($6 IS NULL OR f.n < $6)" \
+	" UNION ALL" \
+	" SELECT NULL, f.n, h.visible_at, h.message_id, w.bound" \
+	" FROM (SELECT CASE WHEN $8 THEN $1 ELSE max(x.visible_at) END AS bound" \
+	"  FROM (" VISIBLE_ORDER("m.visible_at, m.message_id", \
+							 "m.visible_at <= $1 AND m.sent_at > $2", "200") ") x) w" \
+	" CROSS JOIN LATERAL (" \
+	VISIBLE_ORDER("m.visible_at, m.message_id", \
+				  "m.visible_at <= w.bound AND m.sent_at > $2 AND m.message_group_id IS NULL", \
+				  "1") ") h" \
+	" CROSS JOIN LATERAL (SELECT " IN_FLIGHT_UNGROUPED("$4") " AS n) f" \
+	" WHERE $7 AND ($6 IS NULL OR f.n < $6)" \
+	" ORDER BY 2, 3, 4 LIMIT $3", \
+	8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID, INT4OID, INT4OID, BOOLOID, BOOLOID}, \
+	levels \
+}
+#define GROUP_STATS_SPEC(levels) { \
+	TENANTS_OF("$2") \
+	" SELECT t.g, v.n, l.in_flight, l.delayed, least(v.oldest, l.oldest) FROM t" \
+	" CROSS JOIN LATERAL (SELECT count(*) AS n, min(x.sent_at) AS oldest FROM (" \
+	"  SELECT m.sent_at FROM {q} m WHERE {S.m}m.message_group_id = t.g" \
+	"   AND m.visible_at <= $1 AND m.sent_at > $3 ORDER BY m.message_group_id, m.visible_at LIMIT 10001) x) v" \
+	" CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE x.receive_count > 0) AS in_flight," \
+	"  count(*) FILTER (WHERE x.receive_count = 0) AS delayed, min(x.sent_at) AS oldest FROM (" \
+	"  SELECT m.sent_at, m.receive_count FROM {q} m WHERE {S.m}m.message_group_id = t.g" \
+	"   AND m.visible_at > $1 AND m.sent_at > $3 ORDER BY m.message_group_id, m.visible_at LIMIT 10001) x) l" \
+	" WHERE t.g IS NOT NULL AND v.n + l.in_flight + l.delayed > 0" \
+	" UNION ALL" \
+	" SELECT NULL, count(*) FILTER (WHERE x.visible_at <= $1)," \
+	"  count(*) FILTER (WHERE x.visible_at > $1 AND x.receive_count > 0)," \
+	"  count(*) FILTER (WHERE x.visible_at > $1 AND x.receive_count = 0), min(x.sent_at)" \
+	" FROM (" VISIBLE_ORDER("m.visible_at, m.receive_count, m.sent_at, m.message_group_id, m.message_id", \
+						   "m.sent_at > $3", "10001") ") x" \
+	" WHERE x.message_group_id IS NULL HAVING count(*) > 0", \
+	3, {TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID}, levels \
+}
+
+#define DLQ_SWEEP_COND \
+	"m.visible_at > $1 AND m.visible_at <= $2 AND m.receive_count >= $3 AND m.sent_at > $4"
+
 static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	/*
 	 * The lease.  The inner scan walks the (visible_at, message_id) index
@@ -233,7 +332,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" first_received_at = coalesce(m.first_received_at, $1)"
 		" WHERE {S.m}m.message_id = ANY (ARRAY("
 		"  SELECT x.message_id FROM {q} x"
-		"  WHERE {S.x}x.visible_at <= $1 AND x.visible_at >= $6 AND x.sent_at > $4"
+		"  WHERE {S.x}{N.x}x.visible_at <= $1 AND x.visible_at >= $6 AND x.sent_at > $4"
 		"  ORDER BY x.visible_at, x.message_id LIMIT $5"
 		"  FOR UPDATE SKIP LOCKED))"
 		" RETURNING " MSG_COLUMNS,
@@ -472,7 +571,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	[QP_RECEIVE_DLQ] = {
 		"WITH c AS MATERIALIZED ("
 		"  SELECT x.message_id, x.receive_count, x.message_group_id FROM {q} x"
-		"  WHERE {S.x}x.visible_at <= $1 AND x.visible_at >= $8 AND x.sent_at > $4"
+		"  WHERE {S.x}{N.x}x.visible_at <= $1 AND x.visible_at >= $8 AND x.sent_at > $4"
 		"   AND x.message_id <> ALL ($7)"
 		"  ORDER BY x.visible_at, x.message_id LIMIT $5 FOR UPDATE SKIP LOCKED),"
 		DLQ_LEASE_ROWS,
@@ -586,10 +685,12 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		"SELECT m.message_id FROM {q} m WHERE {S.m}m.message_id = ANY ($1)",
 		1, {INT8ARRAYOID}
 	},
+	/* (both indexes always: a wait is no hot path; a waiter's queue may
+	 * switch to priorities while it sleeps) */
 	[QP_NEXT_VISIBLE] = {
-		"SELECT m.visible_at FROM {q} m WHERE {S.m}m.visible_at > $1"
-		" ORDER BY m.visible_at LIMIT 1",
-		1, {TIMESTAMPTZOID}
+		"SELECT v.visible_at FROM ("
+		VISIBLE_ORDER("m.visible_at, m.message_id", "m.visible_at > $1", "1") ") v",
+		1, {TIMESTAMPTZOID}, true
 	},
 	/* ... on a FIFO queue, when the next group opens (one row per group) */
 	[QP_NEXT_AVAILABLE_FIFO] = {
@@ -604,20 +705,8 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * entries of every message leased and deleted within the visibility
 	 * timeout, so one walk of it for the whole queue would read far more.
 	 */
-	[QP_FAIR_WINDOW] = {
-		"WITH w AS MATERIALIZED ("
-		"  SELECT m.message_group_id, m.visible_at, m.message_id FROM {q} m"
-		"  WHERE {S.m}m.visible_at <= $1 AND m.sent_at > $2"
-		"  ORDER BY m.visible_at, m.message_id LIMIT $3)"
-		" SELECT w.message_group_id, w.visible_at, w.message_id, NULL::bigint FROM w"
-		" UNION ALL"
-		" SELECT d.g, NULL, NULL, " IN_FLIGHT_OF("d.g", "$4")
-		" FROM (SELECT DISTINCT w.message_group_id AS g FROM w WHERE w.message_group_id IS NOT NULL) d"
-		" UNION ALL"
-		" SELECT NULL, NULL, NULL, " IN_FLIGHT_UNGROUPED("$4")
-		" WHERE EXISTS (SELECT FROM w WHERE w.message_group_id IS NULL)",
-		4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID}
-	},
+	[QP_FAIR_WINDOW] = FAIR_WINDOW_SPEC(false),
+	[QP_FAIR_WINDOW_PRIO] = FAIR_WINDOW_SPEC(true),
 
 	/*
 	 * Fair receives (fair.c, DESIGN.md "Fair queues").  The candidate
@@ -631,28 +720,8 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * the bound is now).  A tenant at the cap ($6) is left out.  Fewest in
 	 * flight first, then oldest head; $3 of them.
 	 */
-	[QP_FAIR_TENANTS] = {
-		TENANTS_OF("$5")
-		" SELECT t.g, f.n, h.visible_at, h.message_id, NULL::timestamptz FROM t"
-		" CROSS JOIN LATERAL (SELECT m.visible_at, m.message_id FROM {q} m"
-		"  WHERE {S.m}m.message_group_id = t.g AND m.visible_at <= $1 AND m.sent_at > $2"
-		"  ORDER BY m.message_group_id, m.visible_at, m.message_id LIMIT 1) h"
-		" CROSS JOIN LATERAL (SELECT " IN_FLIGHT_OF("t.g", "$4") " AS n) f"
-		" WHERE t.g IS NOT NULL AND ($6 IS NULL OR f.n < $6)"
-		" UNION ALL"
-		" SELECT NULL, f.n, h.visible_at, h.message_id, w.bound"
-		" FROM (SELECT CASE WHEN $8 THEN $1 ELSE max(x.visible_at) END AS bound"
-		"  FROM (SELECT m.visible_at FROM {q} m"
-		"  WHERE {S.m}m.visible_at <= $1 AND m.sent_at > $2"
-		"  ORDER BY m.visible_at, m.message_id LIMIT 200) x) w"
-		" CROSS JOIN LATERAL (SELECT m.visible_at, m.message_id FROM {q} m"
-		"  WHERE {S.m}m.visible_at <= w.bound AND m.sent_at > $2 AND m.message_group_id IS NULL"
-		"  ORDER BY m.visible_at, m.message_id LIMIT 1) h"
-		" CROSS JOIN LATERAL (SELECT " IN_FLIGHT_UNGROUPED("$4") " AS n) f"
-		" WHERE $7 AND ($6 IS NULL OR f.n < $6)"
-		" ORDER BY 2, 3, 4 LIMIT $3",
-		8, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, INT4OID, INT4OID, INT4OID, BOOLOID, BOOLOID}
-	},
+	[QP_FAIR_TENANTS] = FAIR_TENANTS_SPEC(false),
+	[QP_FAIR_TENANTS_PRIO] = FAIR_TENANTS_SPEC(true),
 
 	/*
 	 * The fair lease: from each tenant fair.c chose ($7), as many of its
@@ -668,7 +737,7 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * candidates received $11 times are not leased but returned flagged
 	 * for the caller to move; $12: what this call already delivered.
 	 */
-	[QP_FAIR_RECEIVE] = FAIR_RECEIVE_SPEC,
+	[QP_FAIR_RECEIVE] = FAIR_RECEIVE_SPEC(false),
 
 	/*
 	 * queue.group_stats: per tenant (at most $2 examined) its visible and
@@ -676,26 +745,8 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	 * them in that split), and the oldest sent of those; messages without
 	 * a group id as one more tenant, from the first 10,001 of the queue.
 	 */
-	[QP_GROUP_STATS] = {
-		TENANTS_OF("$2")
-		" SELECT t.g, v.n, l.in_flight, l.delayed, least(v.oldest, l.oldest) FROM t"
-		" CROSS JOIN LATERAL (SELECT count(*) AS n, min(x.sent_at) AS oldest FROM ("
-		"  SELECT m.sent_at FROM {q} m WHERE {S.m}m.message_group_id = t.g"
-		"   AND m.visible_at <= $1 AND m.sent_at > $3 ORDER BY m.message_group_id, m.visible_at LIMIT 10001) x) v"
-		" CROSS JOIN LATERAL (SELECT count(*) FILTER (WHERE x.receive_count > 0) AS in_flight,"
-		"  count(*) FILTER (WHERE x.receive_count = 0) AS delayed, min(x.sent_at) AS oldest FROM ("
-		"  SELECT m.sent_at, m.receive_count FROM {q} m WHERE {S.m}m.message_group_id = t.g"
-		"   AND m.visible_at > $1 AND m.sent_at > $3 ORDER BY m.message_group_id, m.visible_at LIMIT 10001) x) l"
-		" WHERE t.g IS NOT NULL AND v.n + l.in_flight + l.delayed > 0"
-		" UNION ALL"
-		" SELECT NULL, count(*) FILTER (WHERE x.visible_at <= $1),"
-		"  count(*) FILTER (WHERE x.visible_at > $1 AND x.receive_count > 0),"
-		"  count(*) FILTER (WHERE x.visible_at > $1 AND x.receive_count = 0), min(x.sent_at)"
-		" FROM (SELECT m.visible_at, m.receive_count, m.sent_at, m.message_group_id FROM {q} m"
-		"  WHERE {S.m}m.sent_at > $3 ORDER BY m.visible_at, m.message_id LIMIT 10001) x"
-		" WHERE x.message_group_id IS NULL HAVING count(*) > 0",
-		3, {TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID}
-	},
+	[QP_GROUP_STATS] = GROUP_STATS_SPEC(false),
+	[QP_GROUP_STATS_PRIO] = GROUP_STATS_SPEC(true),
 	/* ... of a FIFO queue: a group's first 10,001 in order (those in flight lead) */
 	[QP_GROUP_STATS_FIFO] = {
 		TENANTS_OF("$2")
@@ -715,10 +766,10 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 		" ORDER BY m.message_id LIMIT $2",
 		2, {TIMESTAMPTZOID, INT4OID}
 	},
+	/* (peek reads both indexes always: it is no hot path) */
 	[QP_PEEK] = {
-		"SELECT " MSG_COLUMNS " FROM {q} m WHERE {S.m}m.sent_at > $1"
-		" ORDER BY m.visible_at, m.message_id LIMIT $2",
-		2, {TIMESTAMPTZOID, INT4OID}
+		VISIBLE_ORDER(MSG_COLUMNS, "m.sent_at > $1", "$2"),
+		2, {TIMESTAMPTZOID, INT4OID}, true
 	},
 
 	/*
@@ -732,11 +783,26 @@ static const PlanSpec plan_specs[QP_NUM_PLANS] = {
 	[QP_RECEIVE_PRIO_NULLS] = RECEIVE_PRIO_SPEC(PRIO_CANDIDATES_NULLS),
 	[QP_RECEIVE_DLQ_PRIO] = RECEIVE_DLQ_PRIO_SPEC(PRIO_CANDIDATES),
 	[QP_RECEIVE_DLQ_PRIO_NULLS] = RECEIVE_DLQ_PRIO_SPEC(PRIO_CANDIDATES_NULLS),
-	[QP_FAIR_RECEIVE_PRIO] = FAIR_RECEIVE_SPEC,
+	[QP_FAIR_RECEIVE_PRIO] = FAIR_RECEIVE_SPEC(true),
 	[QP_PEEK_PRIO] = {
 		"SELECT " MSG_COLUMNS " FROM {q} m WHERE {S.m}m.sent_at > $1"
 		" ORDER BY coalesce(m.priority, 4) DESC, m.visible_at, m.message_id LIMIT $2",
 		2, {TIMESTAMPTZOID, INT4OID}
+	},
+
+	/*
+	 * The worker's dead-letter sweep of a standard queue (deadletter.c):
+	 * the messages whose lease ran out in ($1, $2] after $3 receives, not
+	 * expired ($4), at most 1,000, oldest lease first; only that range of
+	 * each index is read, and rows someone holds are skipped.
+	 */
+	[QP_DLQ_SWEEP] = {
+		"SELECT m.message_id, m.message_group_id FROM {q} m"
+		" WHERE {S.m}m.message_id = ANY (ARRAY(SELECT w.message_id FROM ("
+		VISIBLE_ORDER("m.message_id, m.visible_at", DLQ_SWEEP_COND, "1000") ") w))"
+		"  AND " DLQ_SWEEP_COND
+		" ORDER BY m.visible_at LIMIT 1000 FOR UPDATE SKIP LOCKED",
+		4, {TIMESTAMPTZOID, TIMESTAMPTZOID, INT4OID, TIMESTAMPTZOID}, true
 	},
 
 	[QP_PRIO_EXISTS] = {
@@ -781,6 +847,28 @@ queue_table_name(const QueueMeta *q, char kind)
 	return psprintf("queue_data.%c" INT64_FORMAT, kind, q->id);
 }
 
+/*
+ * ... a statement whose one value is the first visible_at after the
+ * expression after (NULL: none) of the messages of a standard queue's
+ * table tbl meeting key (queue_key_cond's, without alias), one index
+ * descent per part (prio_column: the table has the priorities' index).
+ */
+char *
+queue_next_visible_text(const char *tbl, const char *key, bool prio_column,
+						const char *after)
+{
+	if (!prio_column)
+		return psprintf("SELECT min(visible_at) FROM %s WHERE %svisible_at > %s",
+						tbl, key, after);
+	return psprintf("SELECT LEAST("
+					"(SELECT min(visible_at) FROM %s WHERE %spriority IS NULL"
+					" AND visible_at > %s),"
+					" (SELECT min(x.v) FROM pg_catalog.unnest(" ALL_LEVELS ") AS l(p)"
+					"  CROSS JOIN LATERAL (SELECT min(visible_at) AS v FROM %s"
+					"   WHERE %spriority = l.p AND visible_at > %s) x))",
+					tbl, key, after, tbl, key, after);
+}
+
 char *
 queue_key_cond(const QueueMeta *q, char kind, const char *alias)
 {
@@ -807,7 +895,12 @@ queue_key_cond(const QueueMeta *q, char kind, const char *alias)
  *                    IS NOT NULL" (and says whether one had any), where
  *                    both tables have the column; nothing otherwise;
  *   {O}              "coalesce(m.priority, 4) DESC, " in QP_FAIR_RECEIVE_PRIO
- *                    (each tenant's messages by priority), else nothing.
+ *                    (each tenant's messages by priority), else nothing;
+ *   {N.x}            "x.priority IS NULL AND " where the table has the
+ *                    column (the visible_at index's predicate, 1.13);
+ *   {+} ... {-}      the text between in a form that reads levels (a
+ *                    spec with levels, on a table with the column) only;
+ *   {!} ... {-}      ... in any other only.
  * $S and $Q are the two parameters after the statement's own (queue_exec
  * binds them), and {L$} is $6 (QP_MOVE_TO_DLQ's).  Only numeric ids ever
  * enter the text.
@@ -819,6 +912,7 @@ plan_text(QueuePlanKind kind, const QueueMeta *q, bool dlq_shared, bool dlq_fifo
 	StringInfoData buf;
 	int			s_param = spec->nargs + 1;
 	int			q_param = spec->nargs + 2;
+	bool		levels = spec->levels && q->prio_column;
 
 	initStringInfo(&buf);
 	for (const char *p = spec->sql; *p; p++)
@@ -826,14 +920,32 @@ plan_text(QueuePlanKind kind, const QueueMeta *q, bool dlq_shared, bool dlq_fifo
 		const char *close;
 		char		what;
 
-		if (p[0] != '{' || strchr("qgdaLSQPOCR", p[1]) == NULL || p[1] == '\0' ||
+		if (p[0] != '{' || strchr("qgdaLSQPOCRN+!-", p[1]) == NULL || p[1] == '\0' ||
 			(close = strchr(p, '}')) == NULL || close - p > 4)
 		{
 			appendStringInfoChar(&buf, *p);
 			continue;
 		}
 		what = p[1];
-		if (close - p == 2 && what == 'P')	/* {P}: the priority column */
+		if (close - p == 2 && (what == '+' || what == '!'))
+		{
+			/* a part of one form: kept, or skipped to its {-} */
+			if (levels != (what == '+'))
+			{
+				close = strstr(close, "{-}");
+				if (close == NULL)
+					elog(ERROR, "bad plan placeholder in \"%s\"", spec->sql);
+				close += 2;
+			}
+		}
+		else if (close - p == 2 && what == '-')
+			;					/* the end of a part kept */
+		else if (p[2] == '.' && what == 'N')	/* {N.x}: the visible_at index's rows */
+		{
+			if (q->prio_column)
+				appendStringInfo(&buf, "%.*s.priority IS NULL AND ", (int) (close - p - 3), p + 3);
+		}
+		else if (close - p == 2 && what == 'P')	/* {P}: the priority column */
 			appendStringInfoString(&buf, q->prio_column ? ", priority" :
 								   ", NULL::pg_catalog.int2 AS priority");
 		else if (close - p == 2 && what == 'C') /* {C}: the priority a move copies */

@@ -110,6 +110,10 @@ typedef enum QueuePlanKind
 	QP_FAIR_RECEIVE_PRIO,		/* QP_FAIR_RECEIVE of one */
 	QP_PEEK_PRIO,
 	QP_PRIO_EXISTS,				/* whether a queue has a message of a priority but 4 */
+	QP_FAIR_WINDOW_PRIO,		/* QP_FAIR_WINDOW of a queue with priorities */
+	QP_FAIR_TENANTS_PRIO,		/* ... QP_FAIR_TENANTS */
+	QP_GROUP_STATS_PRIO,		/* ... QP_GROUP_STATS */
+	QP_DLQ_SWEEP,				/* leases ended after max_receive_count receives (deadletter.c) */
 	QP_NUM_PLANS
 } QueuePlanKind;
 
@@ -235,6 +239,8 @@ extern int	queue_exec_snapshot(QueueMeta *q, QueuePlanKind kind, const Datum *ar
 extern const char *queue_shared_table(char kind, bool fifo);
 extern char *queue_table_name(const QueueMeta *q, char kind);
 extern char *queue_key_cond(const QueueMeta *q, char kind, const char *alias);
+extern char *queue_next_visible_text(const char *tbl, const char *key, bool prio_column,
+									 const char *after);
 extern void queue_release_plans(QueueMeta *q);
 extern void queue_planner_hook_init(void);
 

@@ -453,6 +453,7 @@ sweep_dead_letters(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 	{
 		TimestampTz now = 0;
 		uint64		moved;
+		bool		prio_column = false;
 
 		do
 		{
@@ -470,6 +471,7 @@ sweep_dead_letters(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 			PushActiveSnapshot(GetTransactionSnapshot());
 			now = GetCurrentTimestamp();
 			meta = queue_lookup(cstring_to_text(q->name));
+			prio_column = meta->prio_column;
 			moved = meta->max_receive_count > 0 ?
 				queue_dead_letter_sweep(meta, sq->dlq_since, now - DLQ_GRACE) : 0;
 			PopActiveSnapshot();
@@ -490,9 +492,8 @@ sweep_dead_letters(QueueRow *q, SweptQueue *sq, MemoryContext cxt)
 			StartTransactionCommand();
 			SPI_connect();
 			PushActiveSnapshot(GetTransactionSnapshot());
-			sq->dlq_due = sweep_time(psprintf("SELECT min(visible_at) FROM %s WHERE %svisible_at > now() + $1",
-											  tbl(q, 'q'), key(q, 'q')),
-									 0);
+			sq->dlq_due = sweep_time(queue_next_visible_text(tbl(q, 'q'), key(q, 'q'),
+															 prio_column, "now() + $1"), 0);
 			if (sq->dlq_due == 0)
 				sq->dlq_due = DT_NOEND;
 			else

@@ -139,6 +139,50 @@ SELECT queue.alter('pq_move', dedicated => NOT dedicated) FROM queue.queues WHER
 SELECT string_agg(body || ':' || priority, ' ') FROM queue.peek('pq_move');
 SELECT pg_temp.take('pq_move', 10);
 
+-- 10. The plain statements read the visible_at index, which holds only the
+-- messages stored without a priority (1.13); every other reader reads the
+-- priorities' index too.  A transaction sees its own queue's first
+-- priority at once (peek and receive); a rolled-back first priority leaves
+-- the queue serving in order; a fair queue's tenant without a group id is
+-- served by priority; queue.stats and the SQS endpoint's wait hint see a
+-- queue whose only messages are prioritised.
+SELECT queue.create('pq_first') > 0 AS created;
+BEGIN;
+SELECT count(*) FROM queue.send('pq_first', 'plain');
+SELECT count(*) FROM queue.send('pq_first', 'first9', priority => 9);
+SELECT string_agg(body || ':' || priority, ' ') FROM queue.peek('pq_first');
+SELECT pg_temp.take('pq_first', 10);
+COMMIT;
+SELECT queue.create('pq_rb') > 0 AS created;
+BEGIN;
+SELECT count(*) FROM queue.send('pq_rb', 'rb9', priority => 9);
+ROLLBACK;
+SELECT count(*) FROM queue.send('pq_rb', 'p1');
+SELECT count(*) FROM queue.send('pq_rb', 'p2', priority => 2);
+SELECT count(*) FROM queue.send('pq_rb', 'p3');
+SELECT pg_temp.take('pq_rb', 10);
+SELECT queue.create('pq_fair0', max_in_flight_per_group => 1) > 0 AS created;
+SELECT count(*) FROM queue.send('pq_fair0', 'u-low', priority => 1);
+SELECT count(*) FROM queue.send('pq_fair0', 'u-mid');
+SELECT count(*) FROM queue.send('pq_fair0', 'u-high', priority => 8);
+SELECT count(*) FROM queue.send('pq_fair0', 'g5', message_group_id => 'g', priority => 5);
+-- one in flight per tenant: each receive takes the head of each, and deletes it
+SELECT string_agg(r.body || ':' || r.priority, ' ' ORDER BY r.message_group_id NULLS FIRST) AS got,
+	   bool_and(queue.delete('pq_fair0', r.receipt)) AS deleted
+FROM queue.receive('pq_fair0', 10) r;
+SELECT string_agg(r.body || ':' || r.priority, ' ' ORDER BY r.message_group_id NULLS FIRST) AS got,
+	   bool_and(queue.delete('pq_fair0', r.receipt)) AS deleted
+FROM queue.receive('pq_fair0', 10) r;
+SELECT pg_temp.take('pq_fair0', 10);
+SELECT queue.create('pq_only') > 0 AS created;
+SELECT count(*) FROM queue.send('pq_only', 'o7', priority => 7, delay => '1 hour');
+SELECT count(*) FROM queue.send('pq_only', 'o3', priority => 3);
+SELECT visible, delayed, oldest_visible_age IS NOT NULL AS has_oldest FROM queue.stats WHERE queue_name = 'pq_only';
+SELECT next_visible_at > now() + interval '59 minutes' AS next_is_the_delayed
+FROM queue._wait_hint('pq_only');
+SELECT queue.drop('pq_first'); SELECT queue.drop('pq_rb'); SELECT queue.drop('pq_fair0');
+SELECT queue.drop('pq_only');
+
 SELECT queue.drop('pq'); SELECT queue.drop('pq.fifo'); SELECT queue.drop('pq_fair');
 SELECT queue.drop('pq_move');
 SELECT queue.drop('pq_src'); SELECT queue.drop('pq_dlq');

@@ -535,14 +535,72 @@ FROM queue.receive('up_std', 10) WITH ORDINALITY AS r(message_id, receipt, body,
 my ($rc12, $out12, $err12) = $node->psql('old', "SELECT queue.send('up_std', 'x', priority => 10)");
 like($err12, qr/argument "priority" must be between 0 and 9/, '1.12: a bad priority is 22023 naming it');
 
+# 1.12 -> 1.13: the visible_at index holds only the messages without a
+# priority (issue 51).  Before the update a shared queue made at 1.12 holds
+# two of its first messages (null), a prioritised one and one after it (4,
+# stored); up_std (dedicated, made at 1.0) a 2, a 4 and a 9, and
+# another shared one only a prioritised message.  After it both
+# layouts' indexes are partial, every message is where it was, peek and
+# receive give them by priority, and queue.stats sees the oldest visible
+# message of each index.
+sql(q(
+SELECT queue.create('up_mix', dedicated => false) > 0;
+SELECT count(*) FROM queue.send_batch('up_mix', ARRAY['n1', 'n2']);
+SELECT count(*) FROM queue.send('up_mix', 'p8', priority => 8);
+SELECT count(*) FROM queue.send('up_mix', 'n3');
+SELECT queue.purge('up_std');
+SELECT count(*) FROM queue.send('up_std', 'x2', priority => 2);
+SELECT count(*) FROM queue.send('up_std', 'x4');
+SELECT count(*) FROM queue.send('up_std', 'x9', priority => 9);
+SELECT queue.create('up_sp', dedicated => false) > 0;
+SELECT count(*) FROM queue.send('up_sp', 's7', priority => 7);
+));
+my $visible_preds = q(
+SELECT string_agg(i.indexrelid::regclass::text || ' ' || coalesce(pg_get_expr(i.indpred, i.indrelid), 'all'), ', '
+	ORDER BY i.indexrelid::regclass::text)
+FROM pg_index i WHERE i.indexrelid IN ('queue_data.messages_visible'::regclass,
+	(SELECT format('queue_data.q%s_visible', queue_id)::regclass FROM queue.queues WHERE queue_name = 'up_std')));
+my $std_id = sql(q(SELECT queue_id FROM queue.queues WHERE queue_name = 'up_std'));
+is(sql($visible_preds), "queue_data.messages_visible all, queue_data.q${std_id}_visible all",
+	'1.12: the visible_at indexes hold every message');
+$before_peek = sql($peek);
+sql("ALTER EXTENSION queue UPDATE TO '1.13'");
+is(sql("SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.13', 'updated to 1.13');
+is(sql($visible_preds),
+	"queue_data.messages_visible (priority IS NULL), queue_data.q${std_id}_visible (priority IS NULL)",
+	'1.13: the visible_at indexes hold the messages without a priority, in both layouts');
+is(sql($peek), $before_peek, '1.13: every message unchanged, in delivery order');
+is(sql(q(
+SELECT string_agg(q, ' ' ORDER BY q) FROM (
+	SELECT queue_name || ':' || (oldest_visible_age IS NOT NULL)::text AS q FROM queue.stats
+	WHERE queue_name IN ('up_mix', 'up_std', 'up_sp')) s;
+)), 'up_mix:true up_sp:true up_std:true',
+	'1.13: queue.stats finds the oldest visible message, prioritised or not');
+is(sql(q(
+SELECT string_agg(body, ' ' ORDER BY o) FROM queue.peek('up_mix', 10) WITH ORDINALITY AS p(message_id, receipt, body,
+	attributes, message_group_id, deduplication_id, sequence_number, receive_count, sent_at,
+	first_received_at, visible_at, priority, o);
+SELECT string_agg(body || ':' || priority, ' ' ORDER BY o)
+FROM queue.receive('up_mix', 10) WITH ORDINALITY AS r(message_id, receipt, body, attributes,
+	message_group_id, deduplication_id, sequence_number, receive_count, sent_at,
+	first_received_at, visible_at, priority, o);
+SELECT string_agg(body || ':' || priority, ' ' ORDER BY o)
+FROM queue.receive('up_std', 10) WITH ORDINALITY AS r(message_id, receipt, body, attributes,
+	message_group_id, deduplication_id, sequence_number, receive_count, sent_at,
+	first_received_at, visible_at, priority, o);
+SELECT string_agg(body || ':' || priority, ' ')
+FROM queue.receive('up_sp', 10);
+)), "p8 n1 n2 n3\np8:8 n1:4 n2:4 n3:4\nx9:9 x4:4 x2:2\ns7:7",
+	'1.13: the messages of both indexes are peeked and received by priority, in both layouts');
+
 # the upgraded catalog equals a fresh install's: pg_dump --schema-only
 # (the per-queue tables aside) and every member object's definition
 $node->safe_psql('fresh', q(
 CREATE EXTENSION queue;
 GRANT USAGE ON SCHEMA queue TO up_owner, up_sender, up_receiver, up_nobody;
 ));
-is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.12',
-	'a fresh install is 1.12');
+is($node->safe_psql('fresh', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.13',
+	'a fresh install is 1.13');
 is($node->safe_psql('fresh', $key_stats), sql($key_stats), '... with the same key statistics as the upgraded one');
 sub schema_dump
 {
@@ -595,7 +653,7 @@ like($err, qr/schema "queue" is owned by role "up_squatter", who is not a superu
 is($node->safe_psql('squatted', "SELECT count(*) FROM pg_extension WHERE extname = 'queue'"), '0',
 	'and installs nothing');
 $node->safe_psql('squatted', 'DROP SCHEMA queue; CREATE SCHEMA queue; CREATE EXTENSION queue');
-is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.12',
+is($node->safe_psql('squatted', "SELECT extversion FROM pg_extension WHERE extname = 'queue'"), '1.13',
 	'a schema queue that a superuser made is used');
 
 $node->stop;
