@@ -25,6 +25,10 @@
 # VERSUS_LAYOUT=same: REV is 1.4 or later; both builds run the same shapes
 # on shared queues, each beside its dedicated twin (STORAGE_PAIRS=1), and
 # the dedicated figures are compared too (cycle_std_ded_*).
+#
+# VERSUS_RATE=1: section 12 (test/bench/rate.sh: rate limits and
+# priorities; RATE_PARTS picks its parts, e.g. prio) runs too and its
+# cycles are compared (priority_cycle_*, rate_cycle_*); REV must have it.
 set -euo pipefail
 
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
@@ -39,7 +43,7 @@ trap 'git -C "$ROOT" worktree remove --force "$WT" 2>/dev/null || true' EXIT
 make -C "$WT" -j2 >/dev/null 2>&1 || { echo "versus: $REV does not build" >&2; exit 1; }
 make -C "$ROOT" -j2 >/dev/null 2>&1
 
-export RUNS=${RUNS:-3} SECS=${SECS:-5} OPS=${OPS:-" "} LP=0 SCALE=0 SOAK=0 TOPICS=0 CONSUMERS=0 MANYQ=0 SQS=${VERSUS_SQS:-0} FAIR=0 CITUS=0 BLOAT=0 RATE=0
+export RUNS=${RUNS:-3} SECS=${SECS:-5} OPS=${OPS:-" "} LP=0 SCALE=0 SOAK=0 TOPICS=0 CONSUMERS=0 MANYQ=0 SQS=${VERSUS_SQS:-0} FAIR=0 CITUS=0 BLOAT=0 RATE=${VERSUS_RATE:-0}
 export CLIENTS=${CLIENTS:-8} BATCHES=${BATCHES:-"1 10"} SYNC_COMMITS=${SYNC_COMMITS:-off}
 export FIFO_SYNCS=${FIFO_SYNCS:-off} FIFO_SHAPES=${FIFO_SHAPES:-c8_b10} FIFO_GROUPS=${FIFO_GROUPS:-"100 10000"}
 VERSUS_LAYOUT=${VERSUS_LAYOUT:-}
@@ -56,7 +60,7 @@ run_build() {
 	BENCH_LAYOUT=$layout bash "$ROOT/test/bench/run.sh" >"$OUT/$1.$2.out" 2>&1 ||
 		{ tail -n 20 "$OUT/$1.$2.out" >&2; echo "versus: run.sh failed ($1, round $2)" >&2; exit 1; }
 	git -C "$ROOT" checkout -q -- test/bench/summary.svg 2>/dev/null || true
-	grep '^BENCH cycle_std_\|^BENCH cycle_fifo_\|^BENCH sqs_http_cycle_\|^BENCH sqs_sql_cycle_' "$OUT/$1.$2.out" | awk -v b="$1" '{ print b, $2, $3 }' >>"$OUT/all"
+	grep '^BENCH cycle_std_\|^BENCH cycle_fifo_\|^BENCH sqs_http_cycle_\|^BENCH sqs_sql_cycle_\|^BENCH priority_cycle_\|^BENCH rate_cycle_' "$OUT/$1.$2.out" | awk -v b="$1" '{ print b, $2, $3 }' >>"$OUT/all"
 }
 
 for r in $(seq 1 "$ROUNDS"); do
