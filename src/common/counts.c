@@ -183,8 +183,10 @@ counter_entry(int64 queue_id, bool create)
  * a receive's abort floor is the lowest it read), the same generation
  * guards a raise, and a lease by priority raises each level it walked
  * (queue_priority_raise) as a plain lease raises the queue's.  The
- * queue's own bound is then raised by plain leases only, and still covers
- * every row (the nulls of priority 4 are read through it).
+ * queue's own bound covers the rows stored without a priority, the only
+ * ones in the visible_at index (1.13) and the only ones a plain lease
+ * reads (a lease by priority reads the nulls of priority 4 through it,
+ * and never raises it).
  *
  * A FIFO queue keeps the same bound over its groups' rows (g<id>) and in
  * message ids: no group row has a head_seq below it, so the receive's walk

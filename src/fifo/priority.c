@@ -8,23 +8,33 @@
  * Storage.  A message's priority is its row's priority column (1.12), with
  * one exception that keeps a queue that never uses priorities as fast as
  * before: priority 4 is stored as null until the queue has had a message
- * of another priority.  Only non-null rows are in the partial index the
- * levels are read from (plans.c's PRIO_CANDIDATES), so such a queue pays
- * nothing: no index entry, the plain lease.  Once a message of another
- * priority was sent (or moved) into the queue, its counter slot says so
- * (QUEUE_PRIORITIES, noted at commit) and every receive reads level by
- * level; sends from then on store 4 as 4.  The slot is saved at a clean
- * shutdown; a slot that does not know (a new one, after a crash) is
- * settled by one look at the partial index (QP_PRIO_EXISTS).
+ * of another priority.  The rows are in one of two partial indexes: the
+ * null ones in the visible_at index (1.13), the others in the priorities'
+ * index the levels are read from (plans.c's PRIO_CANDIDATES), so a lease
+ * writes two index entries whichever it is.  A queue that never used
+ * priorities pays nothing: the plain lease, which reads the visible_at
+ * index alone.  Once a message was stored with a priority (sent or moved
+ * into the queue), its counter slot says so (QUEUE_PRIORITIES, noted at
+ * commit) and every receive reads level by level; sends from then on
+ * store 4 as 4.  The slot is saved at a clean shutdown; a slot that does
+ * not know (a new one, after a crash) is settled by one look at the
+ * partial index (QP_PRIO_EXISTS).
+ *
+ * The switch.  The plain lease does not see a prioritised row: a receive
+ * asks at each step (and after its read of the bounds) whether the queue
+ * has priorities, and a transaction sees its own sends' notes before they
+ * commit (queue_pending_kinds).  A receive in the moment between a first
+ * priority's commit and its note (the commit's callback) may miss that
+ * message, as if it had run a moment before; a waiting one is woken by
+ * that commit after its note, and reads by priority.
  *
  * A null row sent before the queue's first priority (or by a send that
  * raced it, or moved in) is priority 4 too.  Every send that stores a null
  * notes so in the slot (QUEUE_PRIORITY_NULLS, at commit; assumed after a
- * crash): while it is set, a receive looks for them first at level 4,
- * within the first batch + 100 visible messages (plans.c's _NULLS forms),
- * so a queue that used priorities from its first message never pays that
- * look.  The note is never taken back (a queue that had nulls keeps
- * looking, bounded); one beyond the first 100 waits for those before it.
+ * crash): while it is set, a receive looks for them first at level 4, in
+ * the visible_at index from the queue's ready bound (plans.c's _NULLS
+ * forms), so a queue that used priorities from its first message never
+ * pays that look.  The note is never taken back.
  *
  * The walk.  A receive reads the levels 9 to 0, each from a ready bound of
  * its own (common/counts.c's level_from: no message of that priority is
