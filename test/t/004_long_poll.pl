@@ -142,6 +142,33 @@ is($out, "delayed2:true\n",
 cmp_ok($elapsed, '<', 5, 'and not at the end of the wait')
   or diag "returned after ${elapsed}s";
 
+# A queue's first priority arrives while a receive waits on it (1.13: the
+# plain lease reads only the messages stored without a priority): the
+# commit wakes the receive, which reads by priority from then on; a
+# delayed first priority is waited for until it turns visible (the next
+# visible time is read from both indexes).
+$node->safe_psql('postgres', "SELECT queue.create('lp_prio'); SELECT queue.create('lp_prio2')");
+bg_start("SELECT body || ':' || priority FROM queue.receive('lp_prio', wait => '15 s')");
+ok(wait_until_waiting($bgpid), 'waiting on a queue that never had a priority');
+$t0 = time;
+$node->safe_psql('postgres', "SELECT queue.send('lp_prio', 'first9', priority => 9)");
+$out = bg_finish(qr/\n/);
+$elapsed = time - $t0;
+is($out, "first9:9\n", "the queue's first priority, sent during the wait, is received");
+cmp_ok($elapsed, '<', 5, 'at its commit, not at the end of the wait')
+  or diag "returned after ${elapsed}s";
+bg_start(
+	"SELECT body || ':' || priority || ':' || (first_received_at >= sent_at + interval '2 s') FROM queue.receive('lp_prio2', wait => '15 s')"
+);
+ok(wait_until_waiting($bgpid), 'waiting on another such queue');
+$t0 = time;
+$node->safe_psql('postgres', "SELECT queue.send('lp_prio2', 'later7', priority => 7, delay => '2 s')");
+$out = bg_finish(qr/\n/);
+$elapsed = time - $t0;
+is($out, "later7:7:true\n", 'a delayed first priority sent during the wait is received once visible');
+cmp_ok($elapsed, '<', 5, 'and not at the end of the wait')
+  or diag "returned after ${elapsed}s";
+
 # An in-flight message whose visibility timeout ends wakes the wait too.
 $node->safe_psql('postgres', "SELECT queue.send('lp', 'leased')");
 $node->safe_psql('postgres',
