@@ -11,6 +11,7 @@
  *	  catalog.c   the per-backend cache of the registry, table lookups, queue locks
  *	  citus.c     a Citus cluster: placement keys, the wrong-node guard, tables Citus manages
  *	  plans.c     the statements of the hot path, prepared once per queue and kept
+ *	  layout.c    a queue's tables in its layout, and its statements' text for it
  *	  planner.c   how those are planned: generic, index scans, no JIT
  *
  * May call: common/.  Nothing here includes or calls a folder above
@@ -236,6 +237,10 @@ extern int	queue_exec(QueueMeta *q, QueuePlanKind kind, const Datum *args,
 extern int	queue_exec_snapshot(QueueMeta *q, QueuePlanKind kind, const Datum *args,
 								const char *nulls, Snapshot snapshot, bool read_only,
 								long count);
+/* layout.c */
+#define QUEUE_ALL_LEVELS "'{9,8,7,6,5,4,3,2,1,0}'::pg_catalog.int2[]"	/* the priorities */
+extern char *queue_plan_text(const char *sql, int nargs, bool levels_form, bool fair_order,
+							 const QueueMeta *q, bool dlq_shared, bool dlq_fifo);
 extern const char *queue_shared_table(char kind, bool fifo);
 extern char *queue_table_name(const QueueMeta *q, char kind);
 extern char *queue_key_cond(const QueueMeta *q, char kind, const char *alias);
