@@ -503,7 +503,7 @@ is(su("SELECT failed FROM queue.consumers WHERE consumer_name = 'c_evil'"), '0',
 # (session_authorization, role: PostgreSQL applies them when the worker and
 # the consumer processes connect) and makes every error end a process
 # (exit_on_error).  They take their own identity back, and keep working.
-my $boot = su('SELECT session_user');
+$boot = su('SELECT session_user');
 $ENV{PGOPTIONS} = "-c search_path=pg_catalog,pg_temp -c role=none -c session_authorization=$boot -c exit_on_error=off";
 mallory(q(
 ALTER DATABASE hostile SET exit_on_error = on;
