@@ -135,8 +135,20 @@ SELECT count(*) FROM queue.send('pq_move', 'm2', priority => 2);
 SELECT count(*) FROM queue.send('pq_move', 'm8', priority => 8);
 SELECT queue.alter('pq_move', dedicated => NOT dedicated) FROM queue.queues WHERE queue_name = 'pq_move';
 SELECT string_agg(body || ':' || priority, ' ') FROM queue.peek('pq_move');
+-- (a dedicated table made by the move has the partial visible_at index, 1.13)
+SELECT to_regclass(format('queue_data.q%s_visible', queue_id)) IS NULL
+	OR coalesce((SELECT pg_get_expr(i.indpred, i.indrelid) FROM pg_index i
+		WHERE i.indexrelid = to_regclass(format('queue_data.q%s_visible', queue_id))) = '(priority IS NULL)', false)
+	AS visible_index_partial
+FROM queue.queues WHERE queue_name = 'pq_move';
 SELECT queue.alter('pq_move', dedicated => NOT dedicated) FROM queue.queues WHERE queue_name = 'pq_move';
 SELECT string_agg(body || ':' || priority, ' ') FROM queue.peek('pq_move');
+-- (a dedicated table made by the move has the partial visible_at index, 1.13)
+SELECT to_regclass(format('queue_data.q%s_visible', queue_id)) IS NULL
+	OR coalesce((SELECT pg_get_expr(i.indpred, i.indrelid) FROM pg_index i
+		WHERE i.indexrelid = to_regclass(format('queue_data.q%s_visible', queue_id))) = '(priority IS NULL)', false)
+	AS visible_index_partial
+FROM queue.queues WHERE queue_name = 'pq_move';
 SELECT pg_temp.take('pq_move', 10);
 
 -- 10. The plain statements read the visible_at index, which holds only the
